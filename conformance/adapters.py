@@ -1,0 +1,387 @@
+"""How the kit reaches an implementation: in-process Python, or any program over JSON lines.
+
+Whatever goes wrong on the other side (an exception, an exit, a hang, garbage on stdout, a message
+that breaks its schema) comes back as a ``Reply`` with outcome ``errored``; nothing here raises into
+the runner once the handshake has succeeded.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib
+import json
+import os
+import shlex
+import sys
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from conformance import PROTOCOL_VERSION, __version__, schemas
+from conformance._process import LineProcess, ProcessGone, ReadTimeout
+from conformance.results import Implementation
+
+DEFAULT_TIMEOUT = 10.0
+TRANSCRIPT_LENGTH = 8
+_MESSAGE_PREVIEW = 600
+
+RESULT_SCHEMAS = {
+    "hello": "results/hello.json",
+    "phase0.plan": "results/plan.json",
+    "phase0.store.open": "results/store-open.json",
+    "phase0.store.append": "results/store-append.json",
+    "phase0.store.read": "results/store-read.json",
+    "phase0.store.plan": "results/store-plan.json",
+    "phase0.crash.arm": "results/crash-arm.json",
+    "phase0.ledger.locate": "results/ledger-locate.json",
+}
+
+CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What came back for one request."""
+
+    outcome: str  # "result", "skipped" or "errored"
+    value: Any = None
+    message: str = ""
+    stderr_tail: str | None = None
+    transcript: tuple[str, ...] = ()
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def errored(cls, message: str, **kwargs: Any) -> Reply:
+        return cls("errored", message=message, **kwargs)
+
+
+class AdapterStartError(Exception):
+    """The implementation could not be started or failed its handshake."""
+
+    def __init__(self, message: str, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.stderr_tail = stderr_tail
+
+    def __str__(self) -> str:
+        if self.stderr_tail:
+            return f"{self.message}\n--- stderr (last lines) ---\n{self.stderr_tail}"
+        return self.message
+
+
+class Adapter(Protocol):
+    """One connection to an implementation under test."""
+
+    implementation: Implementation
+
+    def request(self, cmd: str, **fields: Any) -> Reply:
+        """Send one command and return its reply; never raises for the implementation's faults."""
+        ...
+
+    def close(self) -> None:
+        """Release the implementation."""
+        ...
+
+
+class PlanFunction(Protocol):
+    """An in-process Python implementation of ``phase0.projection``."""
+
+    def __call__(
+        self, events: list[dict[str, Any]], *, expected_high_water: int | None = ..., profile: str = ...
+    ) -> Mapping[str, Any]: ...
+
+
+class PythonAdapter:
+    """Calls a Python function in this process (``--adapter python:package.module:attribute``)."""
+
+    def __init__(self, function: PlanFunction, *, name: str, version: str = "", adapter: str = "") -> None:
+        self._function = function
+        self.implementation = Implementation(
+            name=name,
+            version=version,
+            language="python",
+            capabilities=("phase0.projection",),
+            profiles=("core", "strict"),
+            adapter=adapter,
+        )
+
+    def request(self, cmd: str, **fields: Any) -> Reply:
+        if cmd != "phase0.plan":
+            return Reply("skipped", message=f"an in-process adapter answers only phase0.plan, not {cmd!r}")
+        try:
+            plan = self._function(
+                fields["events"],
+                expected_high_water=fields.get("expectedRuntimeEventHighWater"),
+                profile=fields["profile"],
+            )
+        except Exception as error:
+            return Reply.errored(f"the implementation raised {error!r}", context={"traceback": traceback.format_exc()})
+        return Reply("result", {"plan": plan})
+
+    def close(self) -> None:
+        pass
+
+
+def load_python(spec: str) -> PythonAdapter:
+    """Import ``package.module:attribute``; the attribute is a plan function or has ``build_resume_plan``."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise AdapterStartError(f"python adapter {spec!r} is not of the form 'package.module:attribute'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise AdapterStartError(f"cannot import {module_name!r} for adapter {spec!r}: {error!r}") from None
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise AdapterStartError(f"{module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    function = getattr(target, "build_resume_plan", target)
+    if not callable(function):
+        raise AdapterStartError(f"{spec!r} is neither callable nor has a callable 'build_resume_plan'")
+    version = str(getattr(module, "__version__", getattr(target, "version", "")))
+    return PythonAdapter(function, name=str(getattr(target, "name", spec)), version=version, adapter=f"python:{spec}")
+
+
+def _preview(raw: bytes | str) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = text.rstrip("\r\n")
+    return text if len(text) <= _MESSAGE_PREVIEW else text[:_MESSAGE_PREVIEW] + f"... ({len(text)} characters)"
+
+
+class ProcessAdapter:
+    """Talks protocol v1 to a long-lived child process, restarting it after any failure."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        label: str = "",
+        timeout: float = DEFAULT_TIMEOUT,
+        validate_messages: bool = False,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.label = label or shlex.join(self.argv)
+        self.timeout = timeout
+        self.validate_messages = validate_messages
+        self.cwd = cwd
+        self.env = dict(env) if env is not None else None
+        self.process: LineProcess | None = None
+        self.restarts = 0
+        self._seq = 0
+        self._transcript: collections.deque[str] = collections.deque(maxlen=TRANSCRIPT_LENGTH)
+        self.implementation = Implementation(name=self.label, version="", language="", adapter=self.label)
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    def start(self) -> Implementation:
+        """Start the process and shake hands; raise AdapterStartError if either fails."""
+        try:
+            self.process = LineProcess(self.argv, cwd=self.cwd, env=self.env)
+        except ProcessGone as error:
+            raise AdapterStartError(str(error)) from None
+        reply = self._exchange(
+            "hello", {"protocol": PROTOCOL_VERSION, "kit": {"name": "resumekit", "version": __version__}}
+        )
+        if reply.outcome != "result":
+            tail = self.process.stderr_tail() if self.process else ""
+            self.kill()
+            raise AdapterStartError(f"{self.label}: the handshake failed: {reply.message}", reply.stderr_tail or tail)
+        hello = reply.value
+        problem = _hello_problem(hello)
+        if problem:
+            tail = self.process.stderr_tail()
+            self.kill()
+            raise AdapterStartError(f"{self.label}: the hello result is unusable: {problem}", tail)
+        info = hello["implementation"]
+        self.implementation = Implementation(
+            name=str(info.get("name", "")),
+            version=str(info.get("version", "")),
+            language=str(info.get("language", "")),
+            homepage=str(info.get("homepage", "")),
+            capabilities=tuple(hello.get("capabilities", ())),
+            profiles=tuple(hello.get("profiles", ("core",))),
+            adapter=self.label,
+        )
+        return self.implementation
+
+    def restart(self) -> None:
+        """Kill whatever runs, start afresh and replay the handshake."""
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    def kill(self) -> None:
+        """Kill the process the kit started, if it runs."""
+        if self.process is not None:
+            self.process.kill()
+            self.process = None
+
+    def close(self) -> None:
+        """Ask the process to stop, then make sure it has."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessGone):
+            self.process.send(self._encode({"cmd": "stop", "seq": self._next_seq()}))
+        self.process.stop(grace=self.timeout)
+        self.process = None
+
+    def stderr_tail(self) -> str:
+        return self.process.stderr_tail() if self.process else ""
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def request(self, cmd: str, **fields: Any) -> Reply:
+        """Send *cmd*; on any failure kill the process, so the next request starts a fresh one."""
+        if self.process is None or self.process.poll() is not None:
+            try:
+                self.restart()
+            except AdapterStartError as error:
+                return Reply.errored(
+                    f"cannot restart the implementation: {error.message}", stderr_tail=error.stderr_tail
+                )
+        reply = self._exchange(cmd, fields)
+        if reply.outcome == "errored" and not reply.context.get("caught"):
+            self.kill()
+        return reply
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _encode(self, message: Mapping[str, Any]) -> bytes:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+    def _fail(self, message: str) -> Reply:
+        tail = self.process.stderr_tail() if self.process else ""
+        return Reply.errored(message, stderr_tail=tail, transcript=tuple(self._transcript))
+
+    def _exchange(self, cmd: str, fields: Mapping[str, Any]) -> Reply:
+        assert self.process is not None
+        seq = self._next_seq()
+        message = {"cmd": cmd, "seq": seq, **fields}
+        if self.validate_messages:
+            violation = schemas.first_violation(schemas.ADAPTER_REQUEST, message)
+            if violation is not None:  # the kit's own bug, but say so rather than send it
+                return self._fail(f"the kit built a {cmd!r} request that breaks its schema {violation}")
+        stray = self.process.pending()
+        for line in stray:
+            self._transcript.append("<- " + _preview(line))
+        if stray:
+            return self._fail(
+                f"stray output on stdout before {cmd!r} (stdout is for protocol lines only): {_preview(stray[0])!r}"
+            )
+        encoded = self._encode(message)
+        self._transcript.append("-> " + _preview(encoded))
+        try:
+            self.process.send(encoded)
+            raw = self.process.receive(self.timeout)
+        except ReadTimeout as error:
+            return self._fail(f"{cmd!r} got no response: {error} (is stdout flushed after each line?)")
+        except ProcessGone as error:
+            return self._fail(f"{cmd!r} got no response: {error}")
+        self._transcript.append("<- " + _preview(raw))
+        return self._interpret(cmd, seq, raw)
+
+    def _interpret(self, cmd: str, seq: int, raw: bytes) -> Reply:
+        try:
+            response = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            return self._fail(f"{cmd!r}: the response is not a JSON line ({error}): {_preview(raw)!r}")
+        if not isinstance(response, dict):
+            return self._fail(f"{cmd!r}: the response is a JSON {type(response).__name__}, not an object")
+        if self.validate_messages:
+            violation = schemas.first_violation(schemas.ADAPTER_RESPONSE, response)
+            if violation is None and "result" in response and cmd in RESULT_SCHEMAS:
+                violation = schemas.first_violation(schemas.BASE + "adapter/" + RESULT_SCHEMAS[cmd], response["result"])
+                if violation is not None:
+                    violation = type(violation)("/result" + violation.pointer, violation.message)
+            if violation is not None:
+                return self._fail(f"{cmd!r}: the response breaks the protocol schema {violation}")
+        if response.get("seq") != seq:
+            return self._fail(f"{cmd!r}: the response has seq {response.get('seq')!r}, expected {seq!r}")
+        kinds = [key for key in ("result", "skipped", "error") if key in response]
+        if len(kinds) != 1:
+            return self._fail(
+                f"{cmd!r}: a response has exactly one of 'result', 'skipped', 'error'; this one has {kinds}"
+            )
+        if kinds == ["result"]:
+            return Reply("result", response["result"], transcript=tuple(self._transcript))
+        body = response[kinds[0]]
+        if not isinstance(body, dict):
+            return self._fail(f"{cmd!r}: {kinds[0]!r} must be an object, got {body!r}")
+        if kinds == ["skipped"]:
+            return Reply("skipped", message=str(body.get("reason", "no reason given")))
+        context: dict[str, Any] = body["context"] if isinstance(body.get("context"), dict) else {}
+        return Reply.errored(
+            f"the implementation reported an error: {body.get('message', '(no message)')}",
+            stderr_tail=self.process.stderr_tail() if self.process else "",
+            transcript=tuple(self._transcript),
+            context={**context, "caught": True},
+        )
+
+
+def _hello_problem(hello: Any) -> str | None:
+    if not isinstance(hello, dict):
+        return f"expected an object, got {hello!r}"
+    if hello.get("protocol") != PROTOCOL_VERSION:
+        return f"it speaks protocol {hello.get('protocol')!r}, this kit speaks {PROTOCOL_VERSION}"
+    if not isinstance(hello.get("implementation"), dict):
+        return "'implementation' is missing"
+    capabilities = hello.get("capabilities")
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+        return f"'capabilities' must be a list of strings, got {capabilities!r}"
+    unknown = sorted(set(capabilities) - set(CAPABILITIES))
+    if unknown:
+        return f"unknown capabilities {unknown}; this kit knows {list(CAPABILITIES)}"
+    profiles = hello.get("profiles", ["core"])
+    if not isinstance(profiles, list) or "core" not in profiles or not set(profiles) <= {"core", "strict"}:
+        return f"'profiles' must list 'core' and may add 'strict', got {profiles!r}"
+    return None
+
+
+def reference_argv() -> list[str]:
+    """The command that runs the bundled reference as a protocol server."""
+    return [sys.executable, "-m", "reference"]
+
+
+def _package_env() -> dict[str, str]:
+    # The reference must import in the child whether resumekit is installed or run from a checkout.
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    return env
+
+
+AdapterFactory = Callable[[], "ProcessAdapter"]
+
+
+def process_factory(spec: str, *, timeout: float = DEFAULT_TIMEOUT, validate_messages: bool = False) -> AdapterFactory:
+    """A maker of fresh, unstarted process adapters for *spec* (``reference`` or a command line)."""
+    if spec == "reference":
+        argv, env, label = reference_argv(), _package_env(), "reference"
+    else:
+        argv = shlex.split(spec, posix=os.name != "nt")
+        if not argv:
+            raise AdapterStartError("the adapter command is empty")
+        env, label = None, spec
+
+    def make() -> ProcessAdapter:
+        return ProcessAdapter(argv, label=label, timeout=timeout, validate_messages=validate_messages, env=env)
+
+    return make
+
+
+def open_adapter(spec: str, *, timeout: float = DEFAULT_TIMEOUT, validate_messages: bool = False) -> Adapter:
+    """Connect to the implementation named by *spec* and complete the handshake."""
+    if spec.startswith("python:"):
+        return load_python(spec[len("python:") :])
+    adapter = process_factory(spec, timeout=timeout, validate_messages=validate_messages)()
+    adapter.start()
+    return adapter

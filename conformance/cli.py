@@ -1,0 +1,230 @@
+"""The ``resumekit`` command: ``run``, ``list``, ``validate`` and ``doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from conformance import __version__, report, schemas
+from conformance.adapters import DEFAULT_TIMEOUT, AdapterStartError, ProcessAdapter, open_adapter, process_factory
+from conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
+from conformance.results import Source
+from conformance.runner import run as run_cases
+
+EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="resumekit", description="Certify a crash-safe agent runtime against resumekit's golden fixtures."
+    )
+    parser.add_argument("--version", action="version", version=f"resumekit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def golden(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--golden", type=Path, help="a golden directory other than the bundled one")
+
+    run = commands.add_parser("run", help="run the selected cases against an implementation")
+    golden(run)
+    run.add_argument(
+        "--adapter",
+        default="reference",
+        help="'reference' (the bundled runtime, over the protocol), 'python:package.module:attribute' "
+        "(in-process), or a command line speaking the adapter protocol (default: reference)",
+    )
+    run.add_argument(
+        "--profile", choices=["core", "strict"], default="strict", help="strict runs core and strict cases"
+    )
+    run.add_argument(
+        "--only", action="append", default=[], metavar="GLOB", help="run only cases whose id matches (repeatable)"
+    )
+    run.add_argument(
+        "--kind",
+        action="append",
+        choices=["decision", "crash", "ledger-fault", "schedule"],
+        help="run only these kinds",
+    )
+    run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for each response")
+    run.add_argument("--validate-messages", action="store_true", help="check every protocol message against its schema")
+    run.add_argument("--seed", type=int, help="seed of the random crash schedule (default: random, printed)")
+    run.add_argument("--kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
+    run.add_argument("--report-json", type=Path, metavar="FILE", help="write the run as JSON")
+    run.add_argument("--junit", type=Path, metavar="FILE", help="write the run as JUnit XML")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
+
+    listing = commands.add_parser("list", help="list the cases with their clauses and profile")
+    golden(listing)
+    listing.add_argument("--profile", choices=["core", "strict"], default="strict")
+    listing.add_argument("--only", action="append", default=[], metavar="GLOB")
+    listing.add_argument("--clauses", action="store_true", help="list each spec clause and the cases that cite it")
+
+    validate = commands.add_parser("validate", help="check the schemas and every fixture file (for fixture authors)")
+    golden(validate)
+    validate.add_argument("files", nargs="*", type=Path, help="fixture files (default: the whole golden directory)")
+
+    doctor = commands.add_parser("doctor", help="smoke-test an adapter before a full run")
+    doctor.add_argument("--adapter", default="reference")
+    doctor.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``resumekit`` console script."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    arguments = _parser().parse_args(argv)
+    return COMMANDS[arguments.command](arguments, sys.stdout, sys.stderr)
+
+
+def _suite(arguments: argparse.Namespace, stderr: IO[str]) -> Suite | None:
+    try:
+        return load_suite(arguments.golden)
+    except FixtureError as error:
+        stderr.write(f"resumekit: invalid fixture: {error}\n")
+    except FileNotFoundError as error:
+        stderr.write(f"resumekit: {error}\n")
+    return None
+
+
+def _spec_clauses() -> list[str]:
+    """Clause ids defined in docs/spec/phase0.md, in document order, if the spec is at hand."""
+    import re
+
+    from conformance._resources import spec_dir
+
+    try:
+        spec = spec_dir() / "phase0.md"
+    except FileNotFoundError:
+        return []
+    return re.findall(r"^\*\*([A-Z]+-\d+)\*\* \(", spec.read_text(encoding="utf-8"), flags=re.MULTILINE)
+
+
+def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    suite = _suite(arguments, stderr)
+    if suite is None:
+        return EXIT_USAGE
+    if arguments.clauses:
+        cited = suite.clauses
+        for clause in _spec_clauses() or sorted(cited):
+            cases = cited.get(clause, [])
+            stdout.write(
+                f"{clause:<10} {len(cases):>3} case(s)  {', '.join(cases[:6])}{' ...' if len(cases) > 6 else ''}\n"
+            )
+        return EXIT_CERTIFIED
+    selected = suite.select(arguments.profile, arguments.only)
+    for case in selected:
+        stdout.write(report.format_case_line(case) + "\n")
+    stdout.write(f"{len(selected)} case(s)\n")
+    return EXIT_CERTIFIED
+
+
+def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    problems = 0
+    try:
+        uris = sorted(str(uri) for uri in schemas.registry())
+    except (ValueError, OSError, json.JSONDecodeError) as error:
+        stderr.write(f"resumekit: cannot load the schemas: {error}\n")
+        return EXIT_USAGE
+    for uri in uris:
+        try:
+            Draft202012Validator.check_schema(schemas.registry().contents(uri))
+        except SchemaError as error:
+            problems += 1
+            stderr.write(f"{uri}: not a valid JSON Schema: {error.message}\n")
+    stdout.write(f"{len(uris)} schema(s) checked\n")
+    root = arguments.golden
+    if root is None:
+        from conformance._resources import golden_dir
+
+        root = golden_dir()
+    files = arguments.files or fixture_files(root)
+    total = 0
+    seen: dict[str, Source] = {}
+    for path in files:
+        try:
+            cases = load_file(path, root)
+        except FixtureError as error:
+            problems += 1
+            stderr.write(f"{error}\n")
+            continue
+        for case in cases:
+            if case.id in seen:
+                problems += 1
+                stderr.write(f"{case.source}: case {case.id!r}: duplicate case id (first at {seen[case.id]})\n")
+            seen[case.id] = case.source
+        total += len(cases)
+    stdout.write(f"{len(files)} fixture file(s), {total} case(s), {problems} problem(s)\n")
+    return EXIT_CERTIFIED if problems == 0 else EXIT_NOT_CERTIFIED
+
+
+def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    suite = _suite(arguments, stderr)
+    if suite is None:
+        return EXIT_USAGE
+    cases = suite.select(arguments.profile, arguments.only, arguments.kind)
+    if not cases:
+        stderr.write(f"resumekit: no case matches --only {arguments.only!r} in profile {arguments.profile!r}\n")
+        return EXIT_USAGE
+    try:
+        adapter = open_adapter(
+            arguments.adapter, timeout=arguments.timeout, validate_messages=arguments.validate_messages
+        )
+    except AdapterStartError as error:
+        stderr.write(f"resumekit: cannot start the implementation: {error}\n")
+        return EXIT_USAGE
+    seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(2**32)
+    runners: dict[str, Any] = {}
+    if isinstance(adapter, ProcessAdapter):
+        from conformance import crash
+
+        factory = process_factory(
+            arguments.adapter, timeout=arguments.timeout, validate_messages=arguments.validate_messages
+        )
+        runners = crash.runners(
+            factory, profile=arguments.profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter
+        )
+    progress = report.ProgressReporter(stdout.write) if not arguments.quiet else None
+    try:
+        scheduled = any(case.kind == "schedule" for case in cases)
+        finished = run_cases(
+            cases,
+            adapter,
+            profile=arguments.profile,
+            reporter=progress,
+            runners=runners,
+            seed=seed if scheduled else None,
+        )
+    finally:
+        adapter.close()
+    if progress is not None:
+        progress.finish()
+    for result in finished.results:
+        if not result.ok and result.outcome.value in ("failed", "errored"):
+            stdout.write("\n" + report.format_result(result) + "\n")
+    stdout.write(report.format_summary(finished) + "\n")
+    if arguments.report_json:
+        arguments.report_json.write_text(
+            json.dumps(report.to_json(finished), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    if arguments.junit:
+        arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
+    return EXIT_CERTIFIED if finished.certified else EXIT_NOT_CERTIFIED
+
+
+def cmd_doctor(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    from conformance import doctor
+
+    return doctor.diagnose(arguments.adapter, timeout=arguments.timeout, write=stdout.write)
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "validate": cmd_validate, "doctor": cmd_doctor}

@@ -1,0 +1,432 @@
+"""The crash harness: real processes, killed for real, and the ledger they leave behind.
+
+Fault model: a process crash. The writer is killed with SIGKILL (TerminateProcess on Windows), so
+data it handed to the operating system survives and nothing in its own buffers does. This proves
+recovery from a process crash, not durability across power loss or a kernel crash.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from conformance import _files, check, faults
+from conformance._process import kill_pid, wait_pid_gone
+from conformance.adapters import ProcessAdapter, Reply
+from conformance.canonical import canonical_json
+from conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
+from conformance.results import CaseResult, Mismatch, Outcome
+from conformance.runner import errored, plan_problem, result_for
+
+FAULT_MODEL = (
+    "process crash (TerminateProcess); not power loss" if os.name == "nt" else "process crash (SIGKILL); not power loss"
+)
+Factory = Callable[[], ProcessAdapter]
+SESSION_ID, RUN_ID = "session-1", "run-1"
+
+
+class _Abort(Exception):
+    """Ends a case early with its result."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.message or result.outcome.value)
+        self.result = result
+
+
+class _Session:
+    """One case's dealings with implementation processes, turning every bad reply into _Abort."""
+
+    def __init__(self, case: Case, factory: Factory, profile: str) -> None:
+        self.case, self.factory, self.profile = case, factory, profile
+        self.adapter: ProcessAdapter | None = None
+
+    def start(self) -> ProcessAdapter:
+        from conformance.adapters import AdapterStartError
+
+        self.adapter = self.factory()
+        try:
+            self.adapter.start()
+        except AdapterStartError as error:
+            raise _Abort(
+                result_for(
+                    self.case,
+                    Outcome.ERRORED,
+                    message=f"cannot start the implementation: {error.message}",
+                    stderr_tail=error.stderr_tail or None,
+                    fault_model=FAULT_MODEL,
+                )
+            ) from None
+        return self.adapter
+
+    def ask(self, cmd: str, **fields: Any) -> Any:
+        assert self.adapter is not None
+        reply: Reply = self.adapter.request(cmd, **fields)
+        if reply.outcome == "skipped":
+            raise _Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message, fault_model=FAULT_MODEL))
+        if reply.outcome != "result":
+            raise _Abort(_with_model(errored(self.case, reply, cmd)))
+        if not isinstance(reply.value, dict):
+            raise _Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
+        return reply.value
+
+    def fail(self, message: str, *mismatches: Mismatch, **fields: Any) -> CaseResult:
+        tail = self.adapter.stderr_tail() if self.adapter else ""
+        return result_for(
+            self.case,
+            Outcome.FAILED,
+            message=message,
+            mismatches=mismatches or (Mismatch("", None, None, None, message),),
+            fault_model=FAULT_MODEL,
+            stderr_tail=tail or None,
+            **fields,
+        )
+
+    def open(self, workspace: Path) -> None:
+        self.ask("phase0.store.open", workspace=str(workspace), sessionId=SESSION_ID, runId=RUN_ID)
+
+    def read(self) -> dict[str, Any]:
+        answer: dict[str, Any] = self.ask("phase0.store.read")
+        return answer
+
+    def close(self) -> None:
+        if self.adapter is not None:
+            self.adapter.close()
+            self.adapter = None
+
+    def crash(self, pid: int) -> None:
+        """Kill the pid the implementation named, and the process the kit started, and reap both."""
+        assert self.adapter is not None and self.adapter.process is not None
+        process = self.adapter.process
+        try:
+            kill_pid(pid)
+        except (ProcessLookupError, PermissionError, OSError) as error:
+            raise _Abort(self.fail(f"cannot kill pid {pid} that phase0.crash.arm reported: {error}")) from None
+        if pid != process.pid:
+            process.kill()  # a wrapper around the real runtime
+        process.wait(timeout=10.0)
+        process.kill()
+        if not wait_pid_gone(pid, timeout=10.0):
+            raise _Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
+        self.adapter.process = None
+        self.adapter = None
+
+
+def _with_model(result: CaseResult) -> CaseResult:
+    import dataclasses
+
+    return dataclasses.replace(result, fault_model=FAULT_MODEL)
+
+
+@contextmanager
+def _scratch(label: str) -> Iterator[Path]:
+    path = _files.scratch(label)
+    try:
+        yield path
+    finally:
+        _files.remove(path)
+
+
+def _same_events(expected: Sequence[Mapping[str, Any]], actual: Any) -> bool:
+    return isinstance(actual, list) and canonical_json(list(expected)) == canonical_json(actual)
+
+
+def _ids(events: Any) -> list[Any]:
+    return [e.get("id") if isinstance(e, dict) else e for e in events] if isinstance(events, list) else [events]
+
+
+def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
+    """One failpoint: append its prefix, kill the writer, reopen, read, plan twice, decide."""
+    session = _Session(case, factory, profile)
+    try:
+        with _scratch(case.failpoint.lower()) as scratch:
+            workspace, marker = scratch / "workspace", scratch / "finally.marker"
+            workspace.mkdir()
+            session.start()
+            session.open(workspace)
+            pid = session.ask("phase0.crash.arm", marker=str(marker)).get("pid")
+            if not isinstance(pid, int) or pid <= 0:
+                raise _Abort(session.fail(f"phase0.crash.arm reported pid {pid!r}, not a process id"))
+            for index, event in enumerate(case.events):
+                rows = session.ask("phase0.store.append", event=event).get("rows")
+                if rows != index + 1:
+                    raise _Abort(
+                        session.fail(
+                            "the acknowledgement counts the wrong rows",
+                            Mismatch(f"/append/{index}/rows", index + 1, rows, "STORE-1"),
+                        )
+                    )
+            session.crash(pid)
+            if marker.exists():
+                raise _Abort(
+                    session.fail(
+                        "the finally marker was written: an exit path ran, so this was not a crash",
+                        Mismatch("/marker", "absent", "present", "CRASH-2"),
+                    )
+                )
+            session.start()
+            session.open(workspace)
+            read = session.read()
+            if read.get("status") != "ok" or not _same_events(case.events, read.get("events")):
+                raise _Abort(
+                    session.fail(
+                        "the reopened ledger is not the committed prefix",
+                        Mismatch(
+                            "/read/events",
+                            [e["id"] for e in case.events],
+                            read if read.get("status") != "ok" else _ids(read.get("events")),
+                            "CRASH-1",
+                        ),
+                    )
+                )
+            before = _files.snapshot(workspace)
+            plans = []
+            for _ in range(2):
+                answer = session.ask("phase0.store.plan", profile=profile)
+                problem = (
+                    plan_problem(answer.get("plan"))
+                    if answer.get("status") == "ok"
+                    else f"status {answer.get('status')!r}"
+                )
+                if problem:
+                    raise _Abort(session.fail(f"phase0.store.plan gave no plan: {problem}"))
+                plans.append(answer["plan"])
+            changes = _files.describe_changes(before, _files.snapshot(workspace))
+            mismatches = check.compare_determinism(plans[0], plans[1])
+            if changes:
+                mismatches.append(
+                    Mismatch("/workspace", "unchanged", changes, "STORE-6", "planning changed the workspace")
+                )
+            mismatches += check.compare_plan(case.events, case.expect, plans[0])
+            session.close()
+            if mismatches:
+                return session.fail(f"after the crash at {case.failpoint} the reopened run is wrong", *mismatches)
+            return result_for(case, Outcome.PASSED, fault_model=FAULT_MODEL)
+    except _Abort as abort:
+        return abort.result
+    finally:
+        session.close()
+
+
+def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, bytes]]:
+    kind = case.fault["kind"]
+    if kind == "tear-last-row":
+        for kept, damaged in faults.tear_last_row(original):
+            yield f"last row cut after {kept} byte(s)", damaged
+    else:
+        how, row = case.fault["damage"], case.fault["row"]
+        damaged = faults.damage_row(original, row, how)
+        if case.fault.get("thenTear"):
+            damaged += faults.rows(original)[-1][: len(faults.rows(original)[-1]) // 2]
+        yield f"row {row} damaged ({how})", damaged
+
+
+def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str) -> list[Mismatch]:
+    expect = case.expect
+    if expect["status"] == "corrupt":
+        if read.get("status") != "corrupt" or read.get("line") != expect["line"]:
+            answered = {"status": read.get("status"), "line": read.get("line"), "events": _ids(read.get("events", []))}
+            return [Mismatch(f"/read ({label})", {"status": "corrupt", "line": expect["line"]}, answered, "STORE-5")]
+        return []
+    committed = list(case.events[: expect["committedRows"]])
+    if read.get("status") != "ok" or not _same_events(committed, read.get("events")):
+        got = read if read.get("status") != "ok" else _ids(read.get("events"))
+        return [Mismatch(f"/read ({label})", [e["id"] for e in committed], got, "STORE-4")]
+    return []
+
+
+def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> CaseResult:
+    """Write the ledger through the implementation, damage its bytes, and judge what a read reports."""
+    session = _Session(case, factory, profile)
+    try:
+        with _scratch("ledger") as scratch:
+            workspace = scratch / "workspace"
+            workspace.mkdir()
+            session.start()
+            session.open(workspace)
+            for event in case.events:
+                session.ask("phase0.store.append", event=event)
+            located = session.ask("phase0.ledger.locate").get("path")
+            session.close()
+            path = Path(str(located))
+            if not path.is_file():
+                raise _Abort(session.fail(f"phase0.ledger.locate named {located!r}, which is not a file"))
+            original = path.read_bytes()
+            parsed = faults.rows(original)
+            if len(parsed) != len(case.events) or not original.endswith(b"\n"):
+                raise _Abort(
+                    session.fail(
+                        f"the ledger file has {len(parsed)} line(s) for {len(case.events)} appended rows: "
+                        "it is not the JSON Lines file that phase0.ledger-file promises"
+                    )
+                )
+            session.start()
+            mismatches: list[Mismatch] = []
+            checked = 0
+            for label, damaged in _variants(case, original):
+                _files.write_bytes(path, damaged)
+                session.open(workspace)
+                before = _files.snapshot(workspace)
+                if case.fault.get("appendAfter"):
+                    extra = dict(case.events[-1], id=f"{case.events[-1]['id']}-again")
+                    session.ask("phase0.store.append", event=extra)
+                    read = session.read()
+                    want = [*case.events[: case.expect["committedRows"]], extra]
+                    if read.get("status") != "ok" or not _same_events(want, read.get("events")):
+                        mismatches.append(
+                            Mismatch(
+                                f"/read ({label}, then one append)", _ids(want), _ids(read.get("events")), "STORE-7"
+                            )
+                        )
+                else:
+                    read = session.read()
+                    mismatches += _judge_read(case, read, label)
+                    changes = _files.describe_changes(before, _files.snapshot(workspace))
+                    if changes:
+                        mismatches.append(
+                            Mismatch(
+                                f"/workspace ({label})", "unchanged", changes, "STORE-6", "a read changed the workspace"
+                            )
+                        )
+                checked += 1
+            if mismatches:
+                shown = tuple(mismatches[:5])
+                more = f" (showing 5 of {len(mismatches)})" if len(mismatches) > 5 else ""
+                return session.fail(f"{len(mismatches)} of {checked} damaged ledger(s) were read wrongly{more}", *shown)
+            return result_for(
+                case,
+                Outcome.PASSED,
+                fault_model="damaged ledger bytes written by the kit",
+                message=f"{checked} damaged ledger(s) checked",
+            )
+    except _Abort as abort:
+        return abort.result
+    finally:
+        session.close()
+
+
+def _stream_event(template: Mapping[str, Any], index: int) -> dict[str, Any]:
+    event = dict(template)
+    event["id"] = f"row-{index:05d}"
+    event["ts"] = template.get("ts", 0) + index
+    return event
+
+
+def run_schedule(
+    case: ScheduleCase, factory: Factory, profile: str, *, seed: int, kills: int, replay: str
+) -> CaseResult:
+    """Kill the writer at seeded random moments while it appends; every acknowledged row must survive."""
+    rng = random.Random(seed)
+    session = _Session(case, factory, profile)
+    sent: list[dict[str, Any]] = []
+    acknowledged = 0
+    try:
+        with _scratch("schedule") as scratch:
+            workspace = scratch / "workspace"
+            workspace.mkdir()
+            for cycle in range(kills):
+                marker = scratch / f"finally-{cycle}.marker"
+                session.start()
+                session.open(workspace)
+                read = session.read()
+                events = read.get("events") if read.get("status") == "ok" else None
+                if (
+                    events is None
+                    or not (acknowledged <= len(events) <= len(sent))
+                    or not _same_events(sent[: len(events)], events)
+                ):
+                    raise _Abort(
+                        session.fail(
+                            f"after kill {cycle} the reopened ledger is not an acknowledged prefix of what was sent",
+                            Mismatch(
+                                "/read/events",
+                                f"the first {acknowledged} to {len(sent)} rows sent",
+                                _ids(events) if events is not None else read,
+                                "CRASH-1",
+                            ),
+                            replay=replay,
+                        )
+                    )
+                del sent[len(events) :]  # the row in flight at the kill either landed or never will
+                acknowledged = len(sent)
+                pid = session.ask("phase0.crash.arm", marker=str(marker)).get("pid")
+                assert session.adapter is not None and session.adapter.process is not None
+                appends = rng.randint(0, 6)
+                delay = rng.uniform(0.0, 0.004)
+                for _ in range(appends):
+                    event = _stream_event(case.template, len(sent))
+                    sent.append(event)
+                    session.ask("phase0.store.append", event=event)
+                    acknowledged = len(sent)
+                # The last append is in flight when the kill lands, at a random moment inside it.
+                event = _stream_event(case.template, len(sent))
+                sent.append(event)
+                timer = threading.Timer(delay, kill_pid, args=(pid,))
+                timer.start()
+                reply = session.adapter.request("phase0.store.append", event=event)
+                timer.join()
+                if reply.outcome == "result":
+                    acknowledged = len(sent)
+                session.adapter.kill()
+                if not wait_pid_gone(pid, timeout=10.0):
+                    raise _Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=replay))
+                session.adapter = None
+                if marker.exists():
+                    raise _Abort(
+                        session.fail(
+                            "the finally marker was written after a kill",
+                            Mismatch("/marker", "absent", "present", "CRASH-2"),
+                            replay=replay,
+                        )
+                    )
+            session.start()
+            session.open(workspace)
+            read = session.read()
+            events = read.get("events") if read.get("status") == "ok" else None
+            if events is None or len(events) < acknowledged or not _same_events(sent[: len(events)], events):
+                raise _Abort(
+                    session.fail(
+                        "the final ledger lost acknowledged rows",
+                        Mismatch("/read/events", acknowledged, _ids(events), "CRASH-1"),
+                        replay=replay,
+                    )
+                )
+            plans = [session.ask("phase0.store.plan", profile=profile).get("plan") for _ in range(2)]
+            mismatches = check.compare_determinism(plans[0], plans[1])
+            if mismatches:
+                raise _Abort(session.fail("two plans of the final ledger differ", *mismatches, replay=replay))
+            return result_for(
+                case,
+                Outcome.PASSED,
+                fault_model=FAULT_MODEL,
+                replay=replay,
+                message=f"{kills} kills, {len(events)} rows survived, {acknowledged} acknowledged",
+            )
+    except _Abort as abort:
+        return abort.result
+    finally:
+        session.close()
+
+
+def runners(
+    factory: Factory, *, profile: str, seed: int, kills: int, adapter_spec: str
+) -> dict[str, Callable[[Any], CaseResult]]:
+    """The case runners for the crash kinds, bound to a maker of fresh implementation processes."""
+
+    def schedule(case: ScheduleCase) -> CaseResult:
+        replay = f'resumekit run --adapter "{adapter_spec}" --only {case.id} --seed {seed} --kills {kills}'
+        return run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay)
+
+    return {
+        "crash": lambda case: run_crash(case, factory, profile),
+        "ledger-fault": lambda case: run_ledger_fault(case, factory, profile),
+        "schedule": schedule,
+    }
+
+
+__all__ = ["FAULT_MODEL", "run_crash", "run_ledger_fault", "run_schedule", "runners", "time"]

@@ -1,0 +1,129 @@
+"""``resumekit doctor``: a short smoke test of an adapter, so a full run fails only for real reasons."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from conformance import _files
+from conformance._process import pid_alive
+from conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
+from conformance.fixtures import DecisionCase, load_suite
+from conformance.results import Outcome
+from conformance.runner import run_decision
+
+Write = Callable[[str], Any]
+
+
+class _Checks:
+    def __init__(self, write: Write) -> None:
+        self.write, self.failures = write, 0
+
+    def report(self, ok: bool, text: str) -> bool:
+        self.write(f"[{'ok' if ok else 'FAIL'}] {text}\n")
+        self.failures += not ok
+        return ok
+
+
+def _trivial_case() -> DecisionCase:
+    for case in load_suite().cases:
+        if isinstance(case, DecisionCase) and case.id == "prefix-before-function-call":
+            return case
+    raise LookupError("the golden suite lacks the case 'prefix-before-function-call'")
+
+
+def diagnose(spec: str, *, timeout: float, write: Write) -> int:
+    """Run the smoke checks against *spec*; 0 when all pass, 1 otherwise."""
+    checks = _Checks(write)
+    case = _trivial_case()
+    if spec.startswith("python:"):
+        try:
+            adapter = load_python(spec[len("python:") :])
+        except AdapterStartError as error:
+            checks.report(False, f"import: {error}")
+            return 1
+        result = run_decision(case, adapter, "core")
+        checks.report(
+            result.outcome is Outcome.PASSED,
+            f"in-process plan for {case.id!r}: {result.outcome.value} {result.message or ''}",
+        )
+        return 1 if checks.failures else 0
+
+    process = process_factory(spec, timeout=timeout)()
+    began = time.perf_counter()
+    try:
+        info = process.start()
+    except AdapterStartError as error:
+        checks.report(False, f"start and hello: {error}")
+        return 1
+    checks.report(
+        True, f"start and hello in {time.perf_counter() - began:.2f} s: {info.name} {info.version} ({info.language})"
+    )
+    checks.report(
+        True, f"claims {', '.join(info.capabilities) or 'no capability'}; profiles {', '.join(info.profiles)}"
+    )
+    try:
+        _decisions(checks, process, case, info.capabilities)
+        _restart(checks, process, case, info.capabilities)
+        if "phase0.store" in info.capabilities:
+            _store(checks, process, info.capabilities)
+    finally:
+        process.close()
+    write(f"{'all checks passed' if not checks.failures else f'{checks.failures} check(s) failed'}\n")
+    return 1 if checks.failures else 0
+
+
+def _decisions(checks: _Checks, process: ProcessAdapter, case: DecisionCase, capabilities: tuple[str, ...]) -> None:
+    if "phase0.projection" not in capabilities:
+        return
+    began = time.perf_counter()
+    result = run_decision(case, process, "core")
+    elapsed = time.perf_counter() - began
+    checks.report(
+        result.outcome is Outcome.PASSED,
+        f"plan for {case.id!r}: {result.outcome.value} in {elapsed * 1000:.1f} ms {result.message or ''}".rstrip(),
+    )
+    checks.report(elapsed < process.timeout, f"answered within the {process.timeout:g} s timeout")
+    time.sleep(0.2)
+    stray = process.process.pending() if process.process else []
+    checks.report(
+        not stray, "stdout carries protocol lines only" if not stray else f"stray stdout lines: {stray[:2]!r}"
+    )
+
+
+def _restart(checks: _Checks, process: ProcessAdapter, case: DecisionCase, capabilities: tuple[str, ...]) -> None:
+    old = process.process.pid if process.process else None
+    process.kill()
+    try:
+        process.restart()
+    except AdapterStartError as error:
+        checks.report(False, f"restart after a kill: {error}")
+        return
+    new = process.process.pid if process.process else None
+    checks.report(old != new, f"killed pid {old}, restarted as pid {new}, hello replayed")
+    if "phase0.projection" in capabilities:
+        result = run_decision(case, process, "core")
+        checks.report(result.outcome is Outcome.PASSED, f"plan after the restart: {result.outcome.value}")
+
+
+def _store(checks: _Checks, process: ProcessAdapter, capabilities: tuple[str, ...]) -> None:
+    case = _trivial_case()
+    scratch = _files.scratch("doctor")
+    try:
+        workspace = scratch / "workspace"
+        workspace.mkdir()
+        replies = [process.request("phase0.store.open", workspace=str(workspace), sessionId="session-1", runId="run-1")]
+        replies += [process.request("phase0.store.append", event=event) for event in case.events]
+        replies.append(process.request("phase0.store.read"))
+        failed = next((r for r in replies if r.outcome != "result"), None)
+        read = replies[-1].value if failed is None else None
+        ok = isinstance(read, dict) and read.get("status") == "ok" and read.get("events") == list(case.events)
+        checks.report(ok, "store round trip: open, append, read" + (f": {failed.message}" if failed else ""))
+        if "phase0.crash" in capabilities:
+            reply = process.request("phase0.crash.arm", marker=str(scratch / "finally.marker"))
+            pid = reply.value.get("pid") if isinstance(reply.value, dict) else None
+            checks.report(isinstance(pid, int) and pid_alive(pid), f"crash.arm reports pid {pid!r}, a running process")
+    finally:
+        process.close()
+        _files.remove(scratch)

@@ -1,0 +1,370 @@
+"""Golden fixture files become frozen cases, or a clear error naming file, case, line and pointer."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import _yaml, schemas
+from conformance._resources import golden_dir
+from conformance.results import Source
+
+SUPPORTED_SCHEMA_VERSIONS = (1,)
+
+# Each fixture file says its kind; the kind names the schema that file must satisfy.
+FILE_SCHEMAS = {
+    "phase0/decisions": schemas.DECISIONS_FILE,
+    "phase0/failpoints": schemas.FAILPOINTS_FILE,
+    "phase0/ledger-faults": schemas.LEDGER_FAULTS_FILE,
+    "phase0/crash-schedule": schemas.CRASH_SCHEDULE_FILE,
+}
+
+Event = dict[str, Any]
+KIND_ORDER = ("decision", "crash", "ledger-fault", "schedule")
+
+
+class FixtureError(Exception):
+    """A fixture file that cannot be used: unreadable, not YAML, or breaking its schema."""
+
+    def __init__(
+        self,
+        file: str,
+        message: str,
+        *,
+        line: int | None = None,
+        case_id: str | None = None,
+        pointer: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.file, self.message, self.line, self.case_id, self.pointer = file, message, line, case_id, pointer
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        parts = [where]
+        if self.case_id:
+            parts.append(f"case {self.case_id!r}")
+        if self.pointer is not None:
+            parts.append(f"at {self.pointer or '/'}")
+        return f"{': '.join(parts)}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """What every golden case has: an id, the clauses it checks, its profile and where it is written."""
+
+    id: str
+    description: str
+    clauses: tuple[str, ...]
+    profile: str
+    source: Source
+
+    kind = "case"
+
+    def runs_in(self, profile: str) -> bool:
+        """Strict is a superset of core: a core case runs in both profiles."""
+        return self.profile == "core" or profile == "strict"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionCase(Case):
+    """A committed prefix and the plan the spec demands for it."""
+
+    events: tuple[Event, ...]
+    expect: Mapping[str, Any]
+    expected_high_water: int | None = None
+    line_of: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = "decision"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrashCase(Case):
+    """A failpoint: append its committed prefix, kill the writer, reopen, and decide."""
+
+    failpoint: str
+    boundary: str
+    prefix_name: str
+    events: tuple[Event, ...]
+    expect: Mapping[str, Any]
+
+    kind = "crash"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LedgerFaultCase(Case):
+    """Bytes the kit damages in a ledger file, and what a read must then report."""
+
+    fault: Mapping[str, Any]
+    events: tuple[Event, ...]
+    expect: Mapping[str, Any]
+
+    kind = "ledger-fault"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleCase(Case):
+    """A long append stream whose writer the kit kills at seeded random moments."""
+
+    template: Mapping[str, Any]
+
+    kind = "schedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """Every case of the golden directory, in file order."""
+
+    cases: tuple[Case, ...]
+    root: Path
+
+    def select(
+        self, profile: str = "strict", only: Sequence[str] = (), kinds: Iterable[str] | None = None
+    ) -> list[Case]:
+        """The cases to run for *profile*, limited to ids matching any glob of *only*."""
+        wanted = set(kinds) if kinds is not None else None
+        chosen = [
+            case
+            for case in self.cases
+            if case.runs_in(profile)
+            and (wanted is None or case.kind in wanted)
+            and (not only or any(fnmatch.fnmatchcase(case.id, pattern) for pattern in only))
+        ]
+        # Quick decisions first, the slow crash kinds last, each kind in file order.
+        return sorted(chosen, key=lambda case: KIND_ORDER.index(case.kind))
+
+    @property
+    def clauses(self) -> dict[str, list[str]]:
+        """Clause id -> the ids of the cases that cite it."""
+        cited: dict[str, list[str]] = {}
+        for case in self.cases:
+            for clause in case.clauses:
+                cited.setdefault(clause, []).append(case.id)
+        return cited
+
+
+def _merge(envelopes: Sequence[Mapping[str, Any] | None], template: Mapping[str, Any]) -> Event:
+    event: Event = {}
+    for envelope in envelopes:
+        event.update(envelope or {})
+    event.update(template)
+    return event
+
+
+class _File:
+    """One fixture file being read: its document and how to point into it."""
+
+    def __init__(self, path: Path, root: Path) -> None:
+        self.path = path
+        try:
+            self.name = path.relative_to(root).as_posix()
+        except ValueError:
+            self.name = path.as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise FixtureError(self.name, f"cannot be read: {error}") from None
+        try:
+            self.document = _yaml.load(text)
+        except _yaml.YamlError as error:
+            raise FixtureError(self.name, error.message, line=error.line) from None
+
+    def error(self, message: str, pointer: str, case_id: str | None = None) -> FixtureError:
+        return FixtureError(self.name, message, line=self.document.line_of(pointer), case_id=case_id, pointer=pointer)
+
+    def source(self, pointer: str) -> Source:
+        return Source(self.name, self.document.line_of(pointer))
+
+    def case_id_at(self, pointer: str) -> str | None:
+        data = self.document.data
+        parts = pointer.split("/")
+        if len(parts) >= 3 and parts[1] == "cases" and parts[2].isdigit():
+            cases = data.get("cases") if isinstance(data, dict) else None
+            if isinstance(cases, list) and int(parts[2]) < len(cases) and isinstance(cases[int(parts[2])], dict):
+                found = cases[int(parts[2])].get("id")
+                return found if isinstance(found, str) else None
+        return None
+
+    def validated(self) -> dict[str, Any]:
+        data = self.document.data
+        if not isinstance(data, dict):
+            raise self.error(f"a fixture file is a YAML mapping, not {type(data).__name__}", "")
+        version = data.get("schema_version")
+        if version not in SUPPORTED_SCHEMA_VERSIONS:
+            raise self.error(
+                f"schema_version {version!r} is not one this resumekit knows "
+                f"(it reads {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); upgrade resumekit or fix the file",
+                "/schema_version",
+            )
+        kind = data.get("kind")
+        if kind not in FILE_SCHEMAS:
+            raise self.error(f"kind {kind!r} is not one of {sorted(FILE_SCHEMAS)}", "/kind")
+        violation = schemas.first_violation(FILE_SCHEMAS[kind], data)
+        if violation is not None:
+            raise self.error(violation.message, violation.pointer, self.case_id_at(violation.pointer))
+        return data
+
+    def events(
+        self, envelopes: Sequence[Mapping[str, Any] | None], templates: list[Any], at: str, case_id: str | None
+    ) -> tuple[Event, ...]:
+        events = []
+        for index, template in enumerate(templates):
+            event = _merge(envelopes, template)
+            violation = schemas.first_violation(schemas.RUNTIME_EVENT, event)
+            if violation is not None:
+                where = f"{at}/{index}{violation.pointer}"
+                raise self.error(f"event is not a valid RuntimeEvent: {violation.message}", where, case_id)
+            events.append(event)
+        return tuple(events)
+
+
+def _check_references(file: _File, case_id: str, events: Sequence[Event], expect: Mapping[str, Any], at: str) -> None:
+    """Expectations may only name events the case has: a typo would otherwise read as an implementation bug."""
+    ids = {event["id"] for event in events}
+    named: list[tuple[str, str]] = [(f"{at}/replay/{i}", name) for i, name in enumerate(expect["replay"])]
+    for i, operation in enumerate(expect["operations"]):
+        for key in ("callRuntimeEventId", "responseRuntimeEventId"):
+            if key in operation:
+                named.append((f"{at}/operations/{i}/{key}", operation[key]))
+    for i, diagnostic in enumerate(expect["diagnostics"]):
+        if "eventId" in diagnostic:
+            named.append((f"{at}/diagnostics/{i}/eventId", diagnostic["eventId"]))
+    for pointer, name in named:
+        if name not in ids:
+            raise file.error(f"names event {name!r}, which the case does not have", pointer, case_id)
+
+
+def _decisions(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    for index, raw in enumerate(data["cases"]):
+        at = f"/cases/{index}"
+        events = file.events([data.get("envelope"), raw.get("envelope")], raw["events"], f"{at}/events", raw["id"])
+        _check_references(file, raw["id"], events, raw["expect"], f"{at}/expect")
+        prefix = f"{at}/"
+        yield DecisionCase(
+            id=raw["id"],
+            description=raw["description"],
+            clauses=tuple(raw["clauses"]),
+            profile=raw["profile"],
+            source=file.source(at),
+            events=events,
+            expect=raw["expect"],
+            expected_high_water=raw.get("expectedHighWater"),
+            line_of={p[len(prefix) :]: line for p, line in file.document.lines.items() if p.startswith(prefix)},
+        )
+
+
+def _failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    """The catalog yields a decision case per prefix and a crash case per failpoint."""
+    scenario = file.events([data.get("envelope")], data["scenario"], "/scenario", None)
+    prefixes = data["prefixes"]
+    for name, prefix in prefixes.items():
+        at = f"/prefixes/{name}"
+        if prefix["length"] > len(scenario):
+            raise file.error(
+                f"length {prefix['length']} is longer than the scenario ({len(scenario)} events)", f"{at}/length"
+            )
+        events = scenario[: prefix["length"]]
+        _check_references(file, f"prefix-{name}", events, prefix["expect"], f"{at}/expect")
+        yield DecisionCase(
+            id=f"prefix-{name.replace('_', '-')}",
+            description=f"The committed prefix {name} of the failpoint scenario.",
+            clauses=tuple(prefix["clauses"]),
+            profile="core",
+            source=file.source(at),
+            events=events,
+            expect=prefix["expect"],
+        )
+    for index, failpoint in enumerate(data["failpoints"]):
+        at = f"/failpoints/{index}"
+        name = failpoint["committedPrefix"]
+        if name not in prefixes:
+            raise file.error(f"committedPrefix {name!r} is not defined under /prefixes", f"{at}/committedPrefix")
+        yield CrashCase(
+            id=f"crash-{failpoint['id'].lower()}",
+            description=f"Crash at {failpoint['id']}: {failpoint['boundary']}.",
+            clauses=tuple(failpoint["clauses"]),
+            profile="core",
+            source=file.source(at),
+            failpoint=failpoint["id"],
+            boundary=failpoint["boundary"],
+            prefix_name=name,
+            events=scenario[: prefixes[name]["length"]],
+            expect=prefixes[name]["expect"],
+        )
+
+
+def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    ledger = file.events([data.get("envelope")], data["ledger"], "/ledger", None)
+    for index, raw in enumerate(data["cases"]):
+        at = f"/cases/{index}"
+        row = raw["fault"].get("row")
+        if row is not None and not 1 <= row <= len(ledger):
+            raise file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
+        yield LedgerFaultCase(
+            id=raw["id"],
+            description=raw["description"],
+            clauses=tuple(raw["clauses"]),
+            profile=raw["profile"],
+            source=file.source(at),
+            fault=raw["fault"],
+            events=ledger,
+            expect=raw["expect"],
+        )
+
+
+def _crash_schedule(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    for index, raw in enumerate(data["cases"]):
+        at = f"/cases/{index}"
+        # The template must make valid events once the kit gives it an id.
+        file.events([data.get("envelope")], [{**raw["template"], "id": "row-00000"}], f"{at}/template", raw["id"])
+        yield ScheduleCase(
+            id=raw["id"],
+            description=raw["description"],
+            clauses=tuple(raw["clauses"]),
+            profile=raw["profile"],
+            source=file.source(at),
+            template=_merge([data.get("envelope")], raw["template"]),
+        )
+
+
+_READERS = {
+    "phase0/decisions": _decisions,
+    "phase0/failpoints": _failpoints,
+    "phase0/ledger-faults": _ledger_faults,
+    "phase0/crash-schedule": _crash_schedule,
+}
+
+
+def load_file(path: Path, root: Path | None = None) -> list[Case]:
+    """Every case of one fixture file, or FixtureError."""
+    file = _File(path, root or path.parent)
+    data = file.validated()
+    return list(_READERS[data["kind"]](file, data))
+
+
+def fixture_files(root: Path) -> list[Path]:
+    """The fixture files below *root*, in a stable order on every OS."""
+    return sorted(
+        (p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()), key=lambda p: p.as_posix()
+    )
+
+
+def load_suite(root: Path | None = None) -> Suite:
+    """Every case below *root* (the bundled golden directory by default); ids are unique across files."""
+    root = root or golden_dir()
+    cases: list[Case] = []
+    seen: dict[str, Source] = {}
+    for path in fixture_files(root):
+        for case in load_file(path, root):
+            if case.id in seen:
+                raise FixtureError(
+                    case.source.file,
+                    f"duplicate case id (first defined at {seen[case.id]})",
+                    line=case.source.line,
+                    case_id=case.id,
+                )
+            seen[case.id] = case.source
+            cases.append(case)
+    return Suite(tuple(cases), root)

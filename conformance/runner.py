@@ -1,0 +1,193 @@
+"""Runs selected cases against an adapter and folds the verdicts into a Run."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import platform
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from conformance import __version__, check, schemas
+from conformance.adapters import Adapter, Reply
+from conformance.canonical import canonical_json
+from conformance.fixtures import Case, DecisionCase
+from conformance.results import CaseResult, Mismatch, Outcome, Run
+
+# What each kind of case needs the implementation to claim.
+REQUIRED_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "decision": ("phase0.projection",),
+    "crash": ("phase0.store", "phase0.crash", "phase0.projection"),
+    "ledger-fault": ("phase0.store", "phase0.ledger-file"),
+    "schedule": ("phase0.store", "phase0.crash"),
+}
+
+
+class Reporter(Protocol):
+    """Told about each case as the run goes."""
+
+    def case_started(self, case: Case) -> None: ...
+
+    def case_finished(self, result: CaseResult) -> None: ...
+
+
+class _Silent:
+    def case_started(self, case: Case) -> None:
+        pass
+
+    def case_finished(self, result: CaseResult) -> None:
+        pass
+
+
+def result_for(case: Case, outcome: Outcome, **fields: Any) -> CaseResult:
+    """A result carrying the case's identity."""
+    return CaseResult(
+        case_id=case.id,
+        kind=case.kind,
+        outcome=outcome,
+        clauses=case.clauses,
+        profile=case.profile,
+        source=case.source,
+        **fields,
+    )
+
+
+def errored(case: Case, reply: Reply, what: str) -> CaseResult:
+    """The result for a reply that gave no usable answer."""
+    return result_for(
+        case,
+        Outcome.ERRORED,
+        message=f"{what}: {reply.message}",
+        stderr_tail=reply.stderr_tail or None,
+        transcript=reply.transcript,
+    )
+
+
+_ECHOED = ("runtimeEvents", "replayRuntimeEvents")
+ALWAYS_CHECKED = ("PURE-1", "PURE-2")
+
+
+def plan_problem(plan: Any) -> str | None:
+    """Why *plan* is not a ResumePlan, or None.
+
+    The echoed event lists are only checked to hold objects: the comparison then requires each to
+    equal a committed event, which is valid already, so validating them again would only cost time
+    (it was three quarters of the runner's own time).
+    """
+    if not isinstance(plan, dict):
+        return f"the plan is {type(plan).__name__}, not an object"
+    light = dict(plan)
+    for key in _ECHOED:
+        value = plan.get(key)
+        if isinstance(value, list) and all(isinstance(event, dict) for event in value):
+            light[key] = []
+    violation = schemas.first_violation(schemas.RESUME_PLAN, light)
+    return None if violation is None else f"the plan breaks schemas/phase0/resume-plan.json {violation}"
+
+
+def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResult:
+    """Ask for the plan twice and compare it with the case's expectation."""
+    fields: dict[str, Any] = {"case": case.id, "profile": profile, "events": [dict(e) for e in case.events]}
+    if case.expected_high_water is not None:
+        fields["expectedRuntimeEventHighWater"] = case.expected_high_water
+    before = canonical_json(fields["events"])
+    plans: list[dict[str, Any]] = []
+    answers: list[bytes] = []
+    for attempt in ("first", "second"):
+        reply = adapter.request("phase0.plan", **fields)
+        if reply.outcome == "skipped":
+            return result_for(case, Outcome.SKIPPED, message=reply.message)
+        if reply.outcome != "result":
+            return errored(case, reply, f"phase0.plan ({attempt} request)")
+        plan = reply.value.get("plan") if isinstance(reply.value, dict) else None
+        answers.append(canonical_json(plan))
+        # An answer byte-identical to the first one was validated with it.
+        problem = None if answers[-1] == answers[0] and plans else plan_problem(plan)
+        if problem or not isinstance(plan, dict):
+            return result_for(case, Outcome.ERRORED, message=problem or "no plan", transcript=reply.transcript)
+        plans.append(plan)
+    mismatches = check.compare_plan(case.events, case.expect, plans[0])
+    mismatches += check.compare_determinism(plans[0], plans[1])
+    if canonical_json(fields["events"]) != before:
+        mismatches.append(
+            Mismatch("", "the input events unchanged", "changed", "PURE-1", "the implementation changed its input")
+        )
+    # PURE-1 and PURE-2 are checked on every decision case, so every decision result covers them.
+    clauses = case.clauses + tuple(c for c in ALWAYS_CHECKED if c not in case.clauses)
+    if mismatches:
+        return dataclasses.replace(result_for(case, Outcome.FAILED, mismatches=tuple(mismatches)), clauses=clauses)
+    return dataclasses.replace(result_for(case, Outcome.PASSED), clauses=clauses)
+
+
+CaseRunner = Callable[[Case], CaseResult]
+
+
+def missing_claims(case: Case, capabilities: Sequence[str], profiles: Sequence[str]) -> str | None:
+    """Why the implementation's claims do not cover *case*, or None."""
+    missing = [c for c in REQUIRED_CAPABILITIES.get(case.kind, ()) if c not in capabilities]
+    if missing:
+        return f"needs capabilities {missing}, which the implementation does not claim"
+    if case.profile not in profiles:
+        return f"belongs to the {case.profile!r} profile, which the implementation does not claim"
+    return None
+
+
+def platform_facts() -> dict[str, str]:
+    """The machine a run happened on."""
+    return {
+        "system": platform.system(),
+        "release": platform.release(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+    }
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def run(
+    cases: Iterable[Case],
+    adapter: Adapter,
+    *,
+    profile: str,
+    reporter: Reporter | None = None,
+    runners: Mapping[str, CaseRunner] | None = None,
+    seed: int | None = None,
+) -> Run:
+    """Run every case, each by the runner for its kind; decisions go through *adapter*."""
+    reporter = reporter or _Silent()
+    by_kind: dict[str, CaseRunner] = {"decision": lambda case: run_decision(case, adapter, profile)}  # type: ignore[arg-type]
+    by_kind.update(runners or {})
+    info = adapter.implementation
+    started, clock = _now(), time.perf_counter()
+    results = []
+    for case in cases:
+        reporter.case_started(case)
+        begun = time.perf_counter()
+        reason = missing_claims(case, info.capabilities, info.profiles)
+        if reason is not None:
+            result = result_for(case, Outcome.NOT_CLAIMED, message=reason)
+        elif case.kind not in by_kind:
+            result = result_for(case, Outcome.NOT_CLAIMED, message=f"this adapter cannot run {case.kind!r} cases")
+        else:
+            result = by_kind[case.kind](case)
+        result = _timed(result, time.perf_counter() - begun)
+        results.append(result)
+        reporter.case_finished(result)
+    return Run(
+        implementation=info,
+        profile=profile,
+        results=tuple(results),
+        started=started,
+        finished=_now(),
+        duration=time.perf_counter() - clock,
+        platform=platform_facts(),
+        kit_version=__version__,
+        seed=seed,
+    )
+
+
+def _timed(result: CaseResult, seconds: float) -> CaseResult:
+    return dataclasses.replace(result, duration=seconds)

@@ -1,0 +1,83 @@
+"""The kit's JSON Schemas, loaded once and linked through one registry."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from conformance._resources import schemas_dir
+
+BASE = "https://resumekit.dev/schemas/"
+RUNTIME_EVENT = BASE + "phase0/runtime-event.json"
+RESUME_PLAN = BASE + "phase0/resume-plan.json"
+DECISIONS_FILE = BASE + "golden/decisions.json"
+FAILPOINTS_FILE = BASE + "golden/failpoints.json"
+LEDGER_FAULTS_FILE = BASE + "golden/ledger-faults.json"
+CRASH_SCHEDULE_FILE = BASE + "golden/crash-schedule.json"
+RUN_REPORT = BASE + "report/run-report.json"
+ADAPTER_REQUEST = BASE + "adapter/request.json"
+ADAPTER_RESPONSE = BASE + "adapter/response.json"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaViolation:
+    """One way an instance breaks a schema, located by JSON pointer."""
+
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"at {self.pointer or '/'}: {self.message}"
+
+
+@cache
+def registry() -> Registry[Any]:
+    """Every schema under ``schemas/``, keyed by its ``$id``."""
+    resources = []
+    for path in sorted(schemas_dir().rglob("*.json")):
+        contents = json.loads(path.read_text(encoding="utf-8"))
+        if "$id" not in contents:
+            raise ValueError(f"schema {path} has no '$id'")
+        resources.append((contents["$id"], Resource.from_contents(contents, default_specification=DRAFT202012)))
+    return Registry().with_resources(resources).crawl()
+
+
+@cache
+def validator(uri: str) -> Draft202012Validator:
+    """A validator for the schema whose ``$id`` is *uri*."""
+    schema = registry().contents(uri)
+    return Draft202012Validator(schema, registry=registry())
+
+
+def pointer(path: Any) -> str:
+    """Turn a jsonschema error path into a JSON pointer."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def violations(uri: str, instance: Any) -> Iterator[SchemaViolation]:
+    """Every violation of the schema *uri* by *instance*, the most relevant per location first."""
+    errors = list(validator(uri).iter_errors(instance))
+    if not errors:
+        return
+    # best_match picks the error a person should read first among alternatives (oneOf, anyOf).
+    first = best_match(errors)
+    yield SchemaViolation(pointer(first.absolute_path), first.message)
+    seen = {pointer(first.absolute_path)}
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        where = pointer(error.absolute_path)
+        if where not in seen:
+            seen.add(where)
+            yield SchemaViolation(where, error.message)
+
+
+def first_violation(uri: str, instance: Any) -> SchemaViolation | None:
+    """The most relevant violation of schema *uri* by *instance*, or None when it is valid."""
+    return next(violations(uri, instance), None)

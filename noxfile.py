@@ -1,0 +1,93 @@
+"""Development and certification sessions for resumekit."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests", "conformance", "lint", "typecheck", "fixtures", "build"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+PACKAGES = ("conformance", "reference")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the kit's own tests (the unit tests, the broken implementations, the crash harness)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Certify the bundled reference runtime with the CLI, over the adapter protocol."""
+    session.install(".")
+    session.run("resumekit", "run", "--adapter", "reference", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check style and common mistakes with ruff."""
+    session.install("ruff")
+    session.run("ruff", "check", *PACKAGES, "tests", "noxfile.py", *session.posargs)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """Type-check the runner and the reference strictly with mypy."""
+    session.install("mypy", "types-PyYAML", "pytest", ".")
+    session.run("mypy", "--strict", *PACKAGES, *session.posargs)
+
+
+@nox.session
+def fixtures(session: nox.Session) -> None:
+    """Validate every schema and golden fixture file."""
+    session.install(".")
+    session.run("resumekit", "validate", *session.posargs)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the wheel and sdist, and fail if either lacks a schema, a fixture or the spec."""
+    session.install("build")
+    out = Path(tempfile.mkdtemp(prefix="resumekit-dist-"))
+    session.run("python", "-m", "build", "--outdir", str(out), *session.posargs)
+    data = [
+        p.relative_to(ROOT).as_posix()
+        for d in ("schemas", "golden")
+        for p in sorted((ROOT / d).rglob("*"))
+        if p.is_file()
+    ]
+    data.append("docs/spec/phase0.md")
+    for artifact in sorted(out.iterdir()):
+        if artifact.suffix == ".whl":
+            names = set(zipfile.ZipFile(artifact).namelist())
+            expected = {"conformance/_data/" + name.replace("docs/spec/", "spec/") for name in data}
+        else:
+            with tarfile.open(artifact) as archive:
+                prefix = archive.getnames()[0].split("/")[0]
+                names = set(archive.getnames())
+            expected = {f"{prefix}/{name}" for name in data}
+        missing = sorted(expected - names)
+        if missing:
+            session.error(f"{artifact.name} lacks {len(missing)} data file(s): {missing[:10]}")
+        session.log(f"{artifact.name}: all {len(expected)} schema, fixture and spec files present")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Measure the runner and the reference against their physical floors (not run by default)."""
+    session.install(".")
+    session.run("python", str(ROOT / "tests" / "bench.py"), *session.posargs)
+
+
+if __name__ == "__main__":
+    sys.exit("run this file with nox")

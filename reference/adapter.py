@@ -1,0 +1,289 @@
+"""The reference as a protocol server: the adapter protocol v1 (docs/adapter-protocol.md).
+
+``Harness.handle`` turns one request into its response and never raises for a fault of its own:
+a failure becomes an ``error`` response carrying the traceback. ``serve`` is the loop around it,
+one JSON line in, one JSON line out. An armed crash marker (``phase0.crash.arm``) is written only
+when the process leaves in order (end of input, ``stop``, an exception that unwinds the loop, an
+interpreter exit), never before, so that a marker found after a kill proves the kill was no crash
+(CRASH-2).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+from reference.projection import build_resume_plan
+from reference.store import CorruptLedger, LedgerStore
+
+__all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
+
+PROTOCOL_VERSION = 1
+IMPLEMENTATION_NAME = "resumekit-reference"
+CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file")
+PROFILES = ("core", "strict")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("resumekit")
+    except metadata.PackageNotFoundError:  # a source checkout that was never installed
+        return "0+unknown"
+
+
+class RequestError(ValueError):
+    """A request that does not have the shape its command needs."""
+
+
+def _field(request: dict[str, Any], name: str, kind: type | tuple[type, ...], *, required: bool = True) -> Any:
+    cmd = request.get("cmd")
+    if name not in request:
+        if required:
+            raise RequestError(f"{cmd!r} needs the field {name!r}")
+        return None
+    value = request[name]
+    names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise RequestError(f"{cmd!r}: {name!r} must be {names}, not {value!r}")
+    return value
+
+
+def _corrupt(error: CorruptLedger) -> dict[str, Any]:
+    return {"status": "corrupt", "line": error.line, "message": str(error)}
+
+
+def _error(seq: int | None, message: str, trace: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"message": message}
+    if trace:
+        body["context"] = {"traceback": trace}
+    return {"seq": seq, "error": body}
+
+
+class Harness:
+    """Answers protocol requests with the reference projection and store."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._store: LedgerStore | None = None
+        self._markers: list[Path] = []
+        self._markers_written = False
+        self._atexit_registered = False
+        self._commands: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "hello": self._hello,
+            "phase0.plan": self._plan,
+            "phase0.store.open": self._store_open,
+            "phase0.store.append": self._store_append,
+            "phase0.store.read": self._store_read,
+            "phase0.store.plan": self._store_plan,
+            "phase0.crash.arm": self._crash_arm,
+            "phase0.ledger.locate": self._ledger_locate,
+        }
+
+    # -- dispatch ---------------------------------------------------------------------------------
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The response to *request*, or None for ``stop``, which has none."""
+        seq = request.get("seq") if isinstance(request, dict) else None
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            return _error(None, f"a request is an object with an integer 'seq'; got {request!r}"[:2000])
+        cmd = request.get("cmd")
+        if cmd == "stop":
+            self.stopped = True
+            return None
+        command = self._commands.get(cmd) if isinstance(cmd, str) else None
+        if command is None:
+            known = sorted([*self._commands, "stop"])
+            return _error(seq, f"unknown command {cmd!r}; this implementation knows {known}")
+        try:
+            return {"seq": seq, "result": command(request)}
+        except Exception as error:
+            trace = traceback.format_exc()
+            print(trace, file=sys.stderr, end="", flush=True)
+            return _error(seq, f"{cmd}: {type(error).__name__}: {error}", trace)
+
+    # -- commands ---------------------------------------------------------------------------------
+
+    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        protocol = request.get("protocol")
+        if protocol != PROTOCOL_VERSION or isinstance(protocol, bool):
+            raise RequestError(f"this implementation speaks protocol {PROTOCOL_VERSION}, not {protocol!r}")
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "implementation": {"name": IMPLEMENTATION_NAME, "version": _version(), "language": "python"},
+            "capabilities": list(CAPABILITIES),
+            "profiles": list(PROFILES),
+        }
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        events = _field(request, "events", list)
+        return {"plan": self._project(events, request)}
+
+    def _project(self, events: Any, request: dict[str, Any]) -> dict[str, Any]:
+        profile = _field(request, "profile", str, required=False)
+        expected = _field(request, "expectedRuntimeEventHighWater", int, required=False)
+        if profile is None or profile == "strict":
+            return build_resume_plan(events, expected_high_water=expected, profile="strict")
+        if profile == "core":
+            return build_resume_plan(events, expected_high_water=expected, profile="core")
+        raise RequestError(f"'profile' must be 'core' or 'strict', not {profile!r}")
+
+    def _open_store(self) -> LedgerStore:
+        if self._store is None:
+            raise RequestError("no store is open: send 'phase0.store.open' first")
+        return self._store
+
+    def _store_open(self, request: dict[str, Any]) -> dict[str, Any]:
+        workspace = _field(request, "workspace", str)
+        session_id = _field(request, "sessionId", str)
+        run_id = _field(request, "runId", str)
+        store = LedgerStore(Path(workspace), session_id, run_id)  # validates the ids
+        self.close_store()
+        self._store = store
+        return {}
+
+    def _store_append(self, request: dict[str, Any]) -> dict[str, Any]:
+        event = _field(request, "event", dict)
+        return {"rows": self._open_store().append(event)}
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            read = self._open_store().read()
+        except CorruptLedger as error:
+            return _corrupt(error)
+        tail = read.torn_tail
+        torn = None if tail is None else {"offset": tail.offset, "length": tail.length}
+        return {"status": "ok", "events": list(read.events), "tornTail": torn}
+
+    def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            read = self._open_store().read()
+        except CorruptLedger as error:
+            return _corrupt(error)
+        return {"status": "ok", "plan": self._project(list(read.events), request)}
+
+    def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        marker = Path(_field(request, "marker", str)).absolute()
+        if marker not in self._markers:
+            self._markers.append(marker)
+        self._markers_written = False
+        if not self._atexit_registered:
+            atexit.register(self.write_markers)
+            self._atexit_registered = True
+        return {"pid": os.getpid()}
+
+    def _ledger_locate(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"path": str(self._open_store().ledger_path.absolute())}
+
+    # -- exit paths -------------------------------------------------------------------------------
+
+    def write_markers(self) -> None:
+        """Write every armed marker; the orderly exit path (CRASH-2). Safe to call more than once."""
+        if self._markers_written:
+            return
+        self._markers_written = True
+        for marker in self._markers:
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(f"{IMPLEMENTATION_NAME} pid {os.getpid()} exited in order\n", encoding="utf-8")
+            except OSError as error:
+                print(f"{IMPLEMENTATION_NAME}: cannot write the exit marker {marker}: {error}", file=sys.stderr)
+
+    def close_store(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    def shutdown(self) -> None:
+        """Release the store and write the armed markers."""
+        try:
+            self.close_store()
+        finally:
+            self.write_markers()
+
+
+# --------------------------------------------------------------------------------------------
+# The line loop
+# --------------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _decode_request(raw: bytes) -> dict[str, Any] | str:
+    """The request object in one input line, or why there is none."""
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        return f"the request line is not UTF-8 JSON ({error})"
+    if not isinstance(value, dict):
+        return f"a request is a JSON object, not a {type(value).__name__}"
+    return value
+
+
+def _encode_response(response: dict[str, Any]) -> bytes:
+    try:
+        text = json.dumps(response, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        seq = response.get("seq")
+        text = json.dumps(_error(seq if isinstance(seq, int) else None, f"the response is not JSON: {error}"))
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+def serve(stdin: IO[Any], stdout: IO[Any], harness: Harness | None = None) -> int:
+    """Answer requests from *stdin* on *stdout* until end of input or ``stop``; return the exit status.
+
+    Lines are read and written as UTF-8 bytes through the streams' binary buffers when they have
+    them (so no platform newline translation or locale encoding applies), else as text.
+    """
+    source: IO[Any] = getattr(stdin, "buffer", stdin)
+    sink: IO[Any] = getattr(stdout, "buffer", stdout)
+    binary_out = not isinstance(sink, io.TextIOBase)
+
+    def read_line() -> bytes:
+        line = source.readline()
+        return line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
+
+    def write(response: dict[str, Any]) -> None:
+        data = _encode_response(response)
+        if sink is not stdout:
+            stdout.flush()
+        if binary_out:
+            sink.write(data)
+        else:
+            sink.write(data.decode("utf-8"))
+        sink.flush()
+
+    harness = harness if harness is not None else Harness()
+    try:
+        while True:
+            raw = read_line()
+            if not raw:
+                return 0
+            if not raw.strip():
+                continue
+            request = _decode_request(raw)
+            if isinstance(request, str):
+                response: dict[str, Any] | None = _error(None, request)
+            else:
+                # stdout carries protocol lines only: anything printed while handling goes to stderr.
+                with contextlib.redirect_stdout(sys.stderr):
+                    response = harness.handle(request)
+            if response is not None:
+                try:
+                    write(response)
+                except BrokenPipeError:
+                    return 1
+            if harness.stopped:
+                return 0
+    finally:
+        harness.shutdown()

@@ -1,0 +1,119 @@
+"""Benchmarks of the runner and the reference, each against its physical floor.
+
+Run with ``nox -s bench``. Prints ratios; asserts nothing about wall-clock time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conformance import crash, fixtures, runner
+from conformance.adapters import PythonAdapter, process_factory
+from reference import build_resume_plan
+from reference.store import LedgerStore, encode_row
+
+
+def best(repeats: int, work: Callable[[], object]) -> float:
+    """The fastest of *repeats* timings of *work*, in seconds: the least disturbed one."""
+    timings = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        work()
+        timings.append(time.perf_counter() - began)
+    return min(timings)
+
+
+def decisions(repeats: int) -> None:
+    cases = [c for c in fixtures.load_suite().select("strict", kinds=["decision"])]
+    inproc = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
+    process = process_factory("reference")()
+    process.start()
+    try:
+        t_in = best(repeats, lambda: [runner.run_decision(c, inproc, "strict") for c in cases])
+        t_sub = best(repeats, lambda: [runner.run_decision(c, process, "strict") for c in cases])
+    finally:
+        process.close()
+    projection = best(repeats, lambda: [build_resume_plan(c.events) for c in cases for _ in range(2)])
+    n = len(cases)
+    print(f"decision cases: {n} (each asked twice)")
+    print(f"  in-process:        {n / t_in:8.0f} cases/s   {t_in / n * 1e3:6.3f} ms/case")
+    print(f"  over the protocol: {n / t_sub:8.0f} cases/s   {t_sub / n * 1e3:6.3f} ms/case")
+    print(f"  protocol overhead: {(t_sub - t_in) / n * 1e3:6.3f} ms/case ({(t_sub - t_in) / (2 * n) * 1e3:.3f} ms/request)")
+    own = t_in - projection
+    print(f"  runner's own time: {own / n * 100 * 1e3:6.1f} ms per 100 cases (projection itself excluded)")
+
+
+def crash_cycle(repeats: int) -> None:
+    case = next(c for c in fixtures.load_suite().cases if c.id == "crash-p9")
+    factory = process_factory("reference")
+
+    def start_twice() -> None:
+        for _ in range(2):
+            adapter = factory()
+            adapter.start()
+            adapter.close()
+
+    floor = best(repeats, start_twice)
+    cycle = best(repeats, lambda: crash.run_crash(case, factory, "strict"))  # type: ignore[arg-type]
+    bare = best(repeats, lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+    print("crash cycle (crash-p9: 4 appends, kill, reopen, read, plan twice, snapshot):")
+    print(f"  bare interpreter start:                {bare * 1e3:7.1f} ms")
+    print(f"  floor, start the implementation twice: {floor * 1e3:7.1f} ms")
+    print(f"  one crash cycle:                       {cycle * 1e3:7.1f} ms   {cycle / floor:.2f}x the floor")
+
+
+def appends(rows: int, repeats: int) -> None:
+    event = {"id": "e", "invocationId": "i", "runId": "r", "sessionId": "s", "turnId": "t", "ts": 1,
+             "partial": False, "role": "user", "author": "user", "content": {"kind": "text", "text": "x" * 80}}
+    row = encode_row(event)
+
+    def raw(directory: Path) -> None:
+        with open(directory / "raw.jsonl", "ab") as handle:
+            for _ in range(rows):
+                handle.write(row)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def reference(directory: Path) -> None:
+        with LedgerStore(directory, "s", "r") as ledger:
+            for index in range(rows):
+                ledger.append(dict(event, id=f"e{index}"))
+
+    def timed(work: Callable[[Path], None]) -> float:
+        samples = []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory(dir=Path.cwd()) as scratch:
+                began = time.perf_counter()
+                work(Path(scratch))
+                samples.append(time.perf_counter() - began)
+        return statistics.median(samples)
+
+    t_raw, t_ref = timed(raw), timed(reference)
+    print(f"durable appends ({rows} rows, median of {repeats}, on the disk of the current directory):")
+    print(f"  raw write+fsync loop: {rows / t_raw:8.0f} rows/s")
+    print(f"  reference store:      {rows / t_ref:8.0f} rows/s   {t_raw / t_ref:.2f}x the raw loop")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=500)
+    arguments = parser.parse_args()
+    print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpu(s)\n")
+    decisions(arguments.repeats)
+    print()
+    crash_cycle(arguments.repeats)
+    print()
+    appends(arguments.rows, arguments.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Deliberately wrong implementations: the kit must catch each one."""

@@ -1,0 +1,117 @@
+"""The command line: exit codes, progress, the JSON report and the JUnit file."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from conformance import schemas
+from conformance.cli import COMMANDS, EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE, _parser, main
+
+REFERENCE = "python:reference:build_resume_plan"
+BROKEN = "python:tests.broken.decisions:error_counts_as_success"
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    arguments = _parser().parse_args(argv)
+    code = COMMANDS[arguments.command](arguments, stdout, stderr)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_run_certifies_the_reference_and_writes_valid_reports(tmp_path: Path) -> None:
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    code, out, _ = _cli(
+        "run", "--adapter", REFERENCE, "--kind", "decision", "--report-json", str(report), "--junit", str(junit)
+    )
+    assert code == EXIT_CERTIFIED
+    assert "CERTIFIED" in out and "NOT CERTIFIED" not in out
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+    assert document["certified"] is True
+    assert document["summary"]["passed"] >= 60
+    assert document["summary"]["failed"] == 0
+    tree = ET.parse(junit)
+    cases = tree.getroot().findall(".//testcase")
+    assert len(cases) == document["summary"]["passed"]
+    assert not tree.getroot().findall(".//failure")
+
+
+def test_run_fails_a_broken_implementation_and_reports_each_failure(tmp_path: Path) -> None:
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    code, out, _ = _cli(
+        "run", "--adapter", BROKEN, "--kind", "decision", "--report-json", str(report), "--junit", str(junit)
+    )
+    assert code == EXIT_NOT_CERTIFIED
+    assert "NOT CERTIFIED" in out
+    assert "[OP-3]" in out
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+    failed = [r for r in document["results"] if r["outcome"] == "failed"]
+    assert failed and all(r["mismatches"] and r["file"].endswith(".yaml") and r["line"] >= 1 for r in failed)
+    assert len(ET.parse(junit).getroot().findall(".//failure")) == len(failed)
+
+
+def test_only_selects_by_glob_and_an_empty_selection_is_a_usage_error() -> None:
+    code, out, _ = _cli("run", "--adapter", REFERENCE, "--only", "prefix-after-*", "-q")
+    assert code == EXIT_CERTIFIED
+    assert "3 passed" in out
+    code, _, err = _cli("run", "--adapter", REFERENCE, "--only", "no-such-case")
+    assert code == EXIT_USAGE
+    assert "no case matches" in err
+
+
+def test_an_adapter_that_cannot_be_imported_is_a_usage_error() -> None:
+    code, _, err = _cli("run", "--adapter", "python:no.such.module:thing")
+    assert code == EXIT_USAGE
+    assert "cannot import 'no.such.module'" in err
+
+
+def test_a_broken_fixture_stops_the_run_with_its_location(golden_copy: Path) -> None:
+    target = golden_copy / "phase0" / "failpoints.yaml"
+    target.write_text(
+        target.read_text(encoding="utf-8").replace("disposition: blocked", "disposition: stuck", 1), encoding="utf-8"
+    )
+    code, _, err = _cli("run", "--golden", str(golden_copy), "--adapter", REFERENCE)
+    assert code == EXIT_USAGE
+    assert (
+        "phase0/failpoints.yaml:" in err
+        and "'stuck'" in err
+        and "/prefixes/after_function_call/expect/disposition" in err
+    )
+    assert "Traceback" not in err
+
+
+def test_validate_passes_the_bundled_suite_and_flags_a_broken_copy(golden_copy: Path) -> None:
+    code, out, _ = _cli("validate")
+    assert code == EXIT_CERTIFIED
+    assert "0 problem(s)" in out
+    broken = golden_copy / "phase0" / "ledger-faults.yaml"
+    broken.write_text(broken.read_text(encoding="utf-8").replace("line: 2", "line: two", 1), encoding="utf-8")
+    code, out, err = _cli("validate", "--golden", str(golden_copy))
+    assert code == EXIT_NOT_CERTIFIED
+    assert "1 problem(s)" in out
+    assert "phase0/ledger-faults.yaml:" in err
+
+
+def test_list_shows_cases_and_every_clause_with_its_cases() -> None:
+    code, out, _ = _cli("list", "--profile", "core")
+    assert code == EXIT_CERTIFIED
+    assert "prefix-after-function-call" in out and "DEC-2" in out
+    code, out, _ = _cli("list", "--clauses")
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert any(line.startswith("OFF-1 ") for line in lines)
+    assert not [line for line in lines if " 0 case(s)" in line], "a clause no fixture cites"
+
+
+def test_the_console_entry_point_and_module_run() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "list", "--only", "crash-p1*"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "crash-p1 " in done.stdout and "crash-p10" in done.stdout
+    assert main(["list", "--only", "crash-p0"]) == EXIT_CERTIFIED

@@ -1,0 +1,124 @@
+"""The crash harness through the real protocol: the reference passes, and each broken adapter gets its verdict.
+
+Every run here goes through the ``resumekit`` command in a subprocess with a timeout, so a runner
+that hung on a misbehaving adapter would fail the test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import schemas
+from tests.conftest import ROOT, python_command
+
+GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
+
+
+def resumekit(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "-q", "--report-json", str(report), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=GUARD,
+    )
+    document = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+    return done.returncode, document, done.stdout + done.stderr
+
+
+def by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {result["id"]: result for result in document["results"]}
+
+
+def test_the_reference_survives_every_failpoint_fault_and_kill(tmp_path: Path) -> None:
+    code, document, output = resumekit(
+        tmp_path,
+        "--adapter",
+        "reference",
+        "--kind",
+        "crash",
+        "--kind",
+        "ledger-fault",
+        "--kind",
+        "schedule",
+        "--kills",
+        "25",
+        "--seed",
+        "7",
+    )
+    assert code == 0, output
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+    results = by_id(document)
+    assert {f"crash-p{n}" for n in range(12)} <= set(results)
+    assert all(r["outcome"] == "passed" for r in results.values())
+    assert results["crash-p3"]["faultModel"].startswith("process crash")
+    assert "not power loss" in results["crash-p3"]["faultModel"]
+    assert results["random-crash-schedule"]["message"].startswith("25 kills")
+    assert "not power loss" in output
+
+
+BROKEN = {
+    # mode: (cases, outcome of the victims, victims, clause or message fragment)
+    "ack-before-durable": (["crash-p1", "crash-p9"], "failed", ["crash-p1", "crash-p9"], "CRASH-1"),
+    "finally-anyway": (["crash-p0", "crash-p5"], "failed", ["crash-p0", "crash-p5"], "CRASH-2"),
+    "not-deterministic": (["prefix-*", "crash-p2"], "failed", ["prefix-after-function-call", "crash-p2"], "PURE-2"),
+    "rewrites-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    "surfaces-torn-row": (["torn-last-row-every-byte"], "failed", ["torn-last-row-every-byte"], "STORE-4"),
+    "hangs": (
+        ["prefix-*"],
+        "errored",
+        ["prefix-after-function-response"],
+        "got no response: no line on stdout within 2 s",
+    ),
+    "crashes-mid-run": (["prefix-*"], "errored", ["prefix-after-function-response"], "exited with 3"),
+    "prints-garbage": (["prefix-*"], "errored", ["prefix-after-function-response"], "not a JSON line"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(BROKEN))
+def test_a_broken_adapter_gets_its_verdict_and_the_run_goes_on(mode: str, tmp_path: Path) -> None:
+    cases, outcome, victims, evidence = BROKEN[mode]
+    selection = [arg for case in cases for arg in ("--only", case)]
+    adapter = python_command("-m", "tests.broken.adapters", mode)
+    code, document, output = resumekit(tmp_path, "--adapter", adapter, "--timeout", "2", *selection)
+    assert code == 1, output
+    results = by_id(document)
+    for victim in victims:
+        result = results[victim]
+        assert result["outcome"] == outcome, result
+        clauses = {m.get("clause") for m in result["mismatches"]}
+        assert evidence in clauses or evidence in result.get("message", ""), result
+    others = [r for r in results.values() if r["id"] not in victims]
+    if outcome == "errored":
+        # The runner restarted the implementation and went on: every other case still passed.
+        assert others and all(r["outcome"] == "passed" for r in others), others
+    if mode == "crashes-mid-run":
+        assert "giving up on this case" in results[victims[0]]["stderrTail"]
+
+
+def test_a_failed_schedule_prints_its_seed_and_replay_command(tmp_path: Path) -> None:
+    adapter = python_command("-m", "tests.broken.adapters", "ack-before-durable")
+    code, document, output = resumekit(
+        tmp_path, "--adapter", adapter, "--kind", "schedule", "--kills", "5", "--seed", "42"
+    )
+    assert code == 1
+    [result] = document["results"]
+    assert result["outcome"] == "failed"
+    assert document["seed"] == 42
+    assert "--seed 42 --kills 5" in result["replay"]
+    assert "replay with: resumekit run" in output
+
+
+def test_unclaimed_capabilities_are_reported_as_not_claimed(tmp_path: Path) -> None:
+    code, document, output = resumekit(tmp_path, "--adapter", "python:reference:build_resume_plan", "--only", "crash-*")
+    assert code == 1, output
+    assert document["summary"] == {"passed": 0, "failed": 0, "errored": 0, "skipped": 0, "not_claimed": 12}
+    assert document["certified"] is False
+    assert all("phase0.store" in r["message"] for r in document["results"])

@@ -1,0 +1,154 @@
+"""The loader turns golden files into cases, and every broken file into an error that says where."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conformance import _yaml
+from conformance.fixtures import DecisionCase, FixtureError, load_file, load_suite
+
+GOOD = """
+schema_version: 1
+kind: phase0/decisions
+envelope: {invocationId: i, runId: r, sessionId: s, turnId: t, ts: 1, partial: false}
+cases:
+  - id: one-user-message
+    description: A single user message is safe to replay.
+    clauses: [DEC-1]
+    profile: core
+    events:
+      - {id: e1, role: user, author: user, content: {kind: text, text: yes}}
+    expect:
+      disposition: safe_replay
+      requiresVerification: false
+      sourceRuntimeEventHighWater: 1
+      rejectionReasons: []
+      operations: []
+      diagnostics: []
+      replay: [e1]
+"""
+
+Write = Callable[[str, str], Path]
+
+
+def test_a_good_file_loads_with_merged_envelope_and_lines(write_fixture: Write) -> None:
+    path = write_fixture("a.yaml", GOOD)
+    [case] = load_file(path, path.parent)
+    assert isinstance(case, DecisionCase)
+    assert case.id == "one-user-message"
+    assert case.source.file == "a.yaml"
+    assert case.source.line == 5
+    assert case.events[0]["runId"] == "r"
+    assert case.events[0]["partial"] is False
+
+
+def test_yaml_1_1_booleans_and_dates_stay_strings() -> None:
+    document = _yaml.load("a: yes\nb: on\nc: 2026-01-01\nd: true\n")
+    assert document.data == {"a": "yes", "b": "on", "c": "2026-01-01", "d": True}
+
+
+def test_malformed_yaml_names_file_and_line(write_fixture: Write) -> None:
+    path = write_fixture("bad.yaml", "schema_version: 1\ncases: [\n  {id: x\n")
+    with pytest.raises(FixtureError) as caught:
+        load_file(path, path.parent)
+    assert caught.value.file == "bad.yaml"
+    assert caught.value.line is not None
+    assert str(caught.value).startswith("bad.yaml:")
+    assert "not valid YAML" in str(caught.value)
+
+
+def test_duplicate_keys_are_refused(write_fixture: Write) -> None:
+    path = write_fixture("dup.yaml", GOOD.replace("    profile: core\n", "    profile: core\n    profile: strict\n"))
+    with pytest.raises(FixtureError, match=r"duplicate key 'profile'") as caught:
+        load_file(path, path.parent)
+    assert caught.value.line == 9
+
+
+def test_unknown_schema_version_is_refused_clearly(write_fixture: Write) -> None:
+    path = write_fixture("v.yaml", GOOD.replace("schema_version: 1", "schema_version: 7"))
+    with pytest.raises(FixtureError, match=r"schema_version 7 is not one this resumekit knows") as caught:
+        load_file(path, path.parent)
+    assert caught.value.pointer == "/schema_version"
+    assert caught.value.line == 1
+
+
+def test_schema_violation_names_case_line_and_pointer(write_fixture: Write) -> None:
+    path = write_fixture("s.yaml", GOOD.replace("disposition: safe_replay", "disposition: maybe"))
+    with pytest.raises(FixtureError) as caught:
+        load_file(path, path.parent)
+    error = caught.value
+    assert error.case_id == "one-user-message"
+    assert error.pointer == "/cases/0/expect/disposition"
+    assert error.line == 12
+    assert "'maybe'" in str(error)
+    assert str(error).startswith("s.yaml:12: case 'one-user-message': at /cases/0/expect/disposition:")
+
+
+def test_an_event_invalid_after_the_merge_is_located(write_fixture: Write) -> None:
+    path = write_fixture("e.yaml", GOOD.replace("role: user, author: user", "role: robot, author: user"))
+    with pytest.raises(FixtureError, match="not a valid RuntimeEvent") as caught:
+        load_file(path, path.parent)
+    assert caught.value.pointer == "/cases/0/events/0/role"
+    assert caught.value.line == 10
+
+
+def test_an_expectation_naming_a_missing_event_is_refused(write_fixture: Write) -> None:
+    path = write_fixture("r.yaml", GOOD.replace("replay: [e1]", "replay: [e9]"))
+    with pytest.raises(FixtureError, match="names event 'e9'") as caught:
+        load_file(path, path.parent)
+    assert caught.value.pointer == "/cases/0/expect/replay/0"
+
+
+def test_merge_keys_are_refused(write_fixture: Write) -> None:
+    text = GOOD.replace("    profile: core\n", "    profile: core\n    <<: {x: 1}\n")
+    path = write_fixture("m.yaml", text)
+    with pytest.raises(FixtureError, match="merge keys"):
+        load_file(path, path.parent)
+
+
+def test_duplicate_ids_across_files_are_refused(write_fixture: Write) -> None:
+    first = write_fixture("one.yaml", GOOD)
+    write_fixture("two.yaml", GOOD)
+    with pytest.raises(FixtureError, match=r"duplicate case id \(first defined at one.yaml:5\)") as caught:
+        load_suite(first.parent)
+    assert caught.value.file == "two.yaml"
+
+
+def test_a_non_mapping_file_is_refused(write_fixture: Write) -> None:
+    path = write_fixture("list.yaml", "- 1\n- 2\n")
+    with pytest.raises(FixtureError, match="a fixture file is a YAML mapping, not list"):
+        load_file(path, path.parent)
+
+
+def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
+    from conformance.cli import _spec_clauses
+
+    suite = load_suite()
+    decisions = [case for case in suite.cases if case.kind == "decision"]
+    assert len(decisions) >= 60
+    clauses = _spec_clauses()
+    assert len(clauses) >= 40
+    uncited = [clause for clause in clauses if clause not in suite.clauses]
+    assert uncited == []
+    unknown = sorted(set(suite.clauses) - set(clauses))
+    assert unknown == [], "fixtures cite clauses the spec does not define"
+
+
+def test_core_cases_never_meet_a_strict_rule() -> None:
+    """A core case must hold for a strict implementation too (spec 0.1), so it carries no strict code."""
+    strict_codes = {
+        "duplicate_event_id",
+        "duplicate_tool_call",
+        "duplicate_tool_result",
+        "tool_result_before_call",
+        "run_identity_conflict",
+        "tool_fact_after_terminal",
+    }
+    for case in load_suite().cases:
+        if isinstance(case, DecisionCase) and case.profile == "core":
+            codes = {d["code"] for d in case.expect["diagnostics"]}
+            assert not codes & strict_codes, case.id
+            assert "ledger_integrity_violation" not in case.expect["rejectionReasons"], case.id

@@ -1,0 +1,66 @@
+"""The pytest plugin: golden cases as items named by fixture id, failures pointing at YAML lines."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = "python:reference:build_resume_plan"
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def go(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=300)
+
+    return go
+
+
+def test_inert_without_its_option(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "golden" not in result.stdout.str()
+
+
+def test_items_are_named_by_fixture_id(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--resumekit", "--collect-only", "-q")
+    output = result.stdout.str()
+    assert "failpoints.yaml::prefix-after-function-call" in output
+    assert "failpoints.yaml::crash-p11" in output
+
+
+def test_the_reference_passes_and_unclaimed_cases_are_skipped_not_passed(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--resumekit-adapter", REFERENCE, "-k", "prefix or crash-p1", "-rs")
+    result.assert_outcomes(passed=4, skipped=3)
+    result.stdout.fnmatch_lines(["*not claimed*phase0.store*"])
+
+
+def test_a_failure_points_at_the_yaml_line_and_clause(run) -> None:  # type: ignore[no-untyped-def]
+    adapter = "python:tests.broken.decisions:dangling_calls_replayed"
+    result = run("--resumekit-adapter", adapter, "-k", "prefix-after-function-call")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*failpoints.yaml:27: golden case 'prefix-after-function-call'*",
+            "*/replayRuntimeEvents ?PLAN-9?*",
+            '*expected: ?"evt-user"?*',
+        ]
+    )
+
+
+def test_a_broken_fixture_is_a_collection_error_with_its_location(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "bad.yaml").write_text("schema_version: 1\nkind: phase0/decisions\ncases: nope\n", encoding="utf-8")
+    monkeypatch.setenv("RESUMEKIT_GOLDEN", str(golden))
+    result = run("--resumekit")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*invalid resumekit fixture: bad.yaml:3: at /cases: 'nope' is not of type 'array'*"])
+    assert "Traceback" not in result.stdout.str()

@@ -42,7 +42,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """Type-check the runner and the reference strictly with mypy."""
-    session.install("mypy", "types-PyYAML", "pytest", ".")
+    session.install("mypy", "types-PyYAML", "types-jsonschema", "pytest", ".")
     session.run("mypy", "--strict", *PACKAGES, *session.posargs)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 IDENTITY_FIELDS = ("id", "invocationId", "runId", "sessionId", "turnId")
 REQUIRED = (*IDENTITY_FIELDS, "ts", "partial", "role", "author")
 ALLOWED = frozenset((*REQUIRED, "branch", "status", "content", "actions", "refs"))
+_REQUIRED_SET = frozenset(REQUIRED)
 ENUMS = {
     "role": ("user", "model", "tool", "system"),
     "author": ("user", "agent", "tool", "system"),
@@ -58,12 +59,11 @@ def event_problem(event: object) -> str | None:
     """Why *event* is not a RuntimeEvent, or None when it is one."""
     if not isinstance(event, Mapping):
         return f"a RuntimeEvent is a JSON object, not {type(event).__name__}"
-    missing = [name for name in REQUIRED if name not in event]
-    if missing:
-        return f"missing required field(s) {missing}"
-    unknown = sorted(set(event) - ALLOWED)
-    if unknown:
-        return f"unknown field(s) {unknown}"
+    keys = event.keys()
+    if not keys >= _REQUIRED_SET:
+        return f"missing required field(s) {[name for name in REQUIRED if name not in event]}"
+    if not keys <= ALLOWED:
+        return f"unknown field(s) {sorted(set(keys) - ALLOWED)}"
     for name in IDENTITY_FIELDS:
         value = event[name]
         if not isinstance(value, str) or not value:

@@ -37,7 +37,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple
 
@@ -216,7 +215,7 @@ def _project(facts: Sequence[_ToolFact]) -> dict[str, dict[str, Any]]:
                 operations[fact.call_id] = {
                     "toolCallId": fact.call_id,
                     "toolName": fact.name,
-                    "args": copy.deepcopy(fact.args),
+                    "args": _copied(fact.args),
                     "status": INDETERMINATE,  # OP-5 until a response settles it
                     "callRuntimeEventId": fact.event_id,
                 }
@@ -420,7 +419,7 @@ def _strict_diagnostics(events: Sequence[Mapping[str, Any]], facts: Sequence[_To
                     f"event {event_id!r} belongs to run identity {identity!r}, not to "
                     f"{run_identity!r} of the first event",
                     event_id=event_id,
-                    detail={"expected": copy.deepcopy(run_identity), "actual": copy.deepcopy(identity)},
+                    detail={"expected": _copied(run_identity), "actual": _copied(identity)},
                 )
             )
 
@@ -486,7 +485,16 @@ def _replay_events(events: Sequence[Mapping[str, Any]], facts: Sequence[_ToolFac
 
 
 def _copy_event(event: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(copy.deepcopy(event))
+    return dict(_copied(event))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON value: several times faster than copy.deepcopy, which serves any object."""
+    if isinstance(value, Mapping):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copied(item) for item in value]
+    return value
 
 
 # --------------------------------------------------------------------------------------------

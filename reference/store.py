@@ -90,6 +90,19 @@ def validate_id(kind: str, value: object) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _plain_json(value: object) -> bool:
+    """Whether *value* is plain JSON; the fast yes-or-no that every append asks."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(map(_plain_json, value))
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _plain_json(item) for key, item in value.items())
+    return False
+
+
 def _check_json(value: object, where: str) -> None:
     """Raise ValueError unless *value* is plain JSON that round-trips unchanged."""
     if value is None or isinstance(value, (str, bool, int)):
@@ -117,7 +130,8 @@ def encode_row(event: Mapping[str, Any]) -> bytes:
         raise ValueError(f"an event is a JSON object, not a {type(event).__name__}")
     value = dict(event)
     try:
-        _check_json(value, "event")
+        if not _plain_json(value):
+            _check_json(value, "event")  # the slow walk that says where
     except RecursionError:
         raise ValueError("the event is nested too deeply (or contains itself)") from None
     problem = event_problem(value)

@@ -19,6 +19,7 @@ from conformance import crash, fixtures, runner
 from conformance.adapters import PythonAdapter, process_factory
 from reference import build_resume_plan
 from reference.store import LedgerStore, encode_row
+from reference.store import _sync_fd as sync  # the floor uses the store's own primitive (F_FULLFSYNC on macOS)
 
 
 def best(repeats: int, work: Callable[[], object]) -> float:
@@ -32,7 +33,7 @@ def best(repeats: int, work: Callable[[], object]) -> float:
 
 
 def decisions(repeats: int) -> None:
-    cases = [c for c in fixtures.load_suite().select("strict", kinds=["decision"])]
+    cases = list(fixtures.load_suite().select("strict", kinds=["decision"]))
     inproc = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
     process = process_factory("reference")()
     process.start()
@@ -46,7 +47,8 @@ def decisions(repeats: int) -> None:
     print(f"decision cases: {n} (each asked twice)")
     print(f"  in-process:        {n / t_in:8.0f} cases/s   {t_in / n * 1e3:6.3f} ms/case")
     print(f"  over the protocol: {n / t_sub:8.0f} cases/s   {t_sub / n * 1e3:6.3f} ms/case")
-    print(f"  protocol overhead: {(t_sub - t_in) / n * 1e3:6.3f} ms/case ({(t_sub - t_in) / (2 * n) * 1e3:.3f} ms/request)")
+    overhead = (t_sub - t_in) / n
+    print(f"  protocol overhead: {overhead * 1e3:6.3f} ms/case ({overhead / 2 * 1e3:.3f} ms per request)")
     own = t_in - projection
     print(f"  runner's own time: {own / n * 100 * 1e3:6.1f} ms per 100 cases (projection itself excluded)")
 
@@ -71,8 +73,18 @@ def crash_cycle(repeats: int) -> None:
 
 
 def appends(rows: int, repeats: int) -> None:
-    event = {"id": "e", "invocationId": "i", "runId": "r", "sessionId": "s", "turnId": "t", "ts": 1,
-             "partial": False, "role": "user", "author": "user", "content": {"kind": "text", "text": "x" * 80}}
+    event = {
+        "id": "e",
+        "invocationId": "i",
+        "runId": "r",
+        "sessionId": "s",
+        "turnId": "t",
+        "ts": 1,
+        "partial": False,
+        "role": "user",
+        "author": "user",
+        "content": {"kind": "text", "text": "x" * 80},
+    }
     row = encode_row(event)
 
     def raw(directory: Path) -> None:
@@ -80,23 +92,22 @@ def appends(rows: int, repeats: int) -> None:
             for _ in range(rows):
                 handle.write(row)
                 handle.flush()
-                os.fsync(handle.fileno())
+                sync(handle.fileno())
 
     def reference(directory: Path) -> None:
         with LedgerStore(directory, "s", "r") as ledger:
             for index in range(rows):
                 ledger.append(dict(event, id=f"e{index}"))
 
-    def timed(work: Callable[[Path], None]) -> float:
-        samples = []
-        for _ in range(repeats):
+    samples: dict[str, list[float]] = {"raw": [], "reference": []}
+    # Interleaved, so that a disk that speeds up or slows down during the run affects both alike.
+    for _ in range(repeats):
+        for name, work in (("raw", raw), ("reference", reference)):
             with tempfile.TemporaryDirectory(dir=Path.cwd()) as scratch:
                 began = time.perf_counter()
                 work(Path(scratch))
-                samples.append(time.perf_counter() - began)
-        return statistics.median(samples)
-
-    t_raw, t_ref = timed(raw), timed(reference)
+                samples[name].append(time.perf_counter() - began)
+    t_raw, t_ref = statistics.median(samples["raw"]), statistics.median(samples["reference"])
     print(f"durable appends ({rows} rows, median of {repeats}, on the disk of the current directory):")
     print(f"  raw write+fsync loop: {rows / t_raw:8.0f} rows/s")
     print(f"  reference store:      {rows / t_ref:8.0f} rows/s   {t_raw / t_ref:.2f}x the raw loop")

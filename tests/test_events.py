@@ -13,8 +13,15 @@ from conformance import schemas
 from reference.events import event_problem
 
 BASE: dict[str, Any] = {
-    "id": "e1", "invocationId": "i", "runId": "r", "sessionId": "s", "turnId": "t", "ts": 1, "partial": False,
-    "role": "user", "author": "user",
+    "id": "e1",
+    "invocationId": "i",
+    "runId": "r",
+    "sessionId": "s",
+    "turnId": "t",
+    "ts": 1,
+    "partial": False,
+    "role": "user",
+    "author": "user",
 }
 CONTENTS: list[Any] = [
     {"kind": "text", "text": "hi"},

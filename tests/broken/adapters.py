@@ -119,6 +119,17 @@ class PrintsGarbage(Harness):
         return super()._plan(request)
 
 
+class ChattyHello(Harness):
+    """Greets on stdout before its hello answer, as a logging library set up to print might."""
+
+    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        out = sys.__stdout__
+        assert out is not None
+        out.buffer.write(b"runtime starting up\n")
+        out.buffer.flush()
+        return super()._hello(request)
+
+
 MODES: dict[str, type[Harness]] = {
     "ack-before-durable": AckBeforeDurable,
     "finally-anyway": FinallyAnyway,
@@ -128,6 +139,7 @@ MODES: dict[str, type[Harness]] = {
     "hangs": Hangs,
     "crashes-mid-run": CrashesMidRun,
     "prints-garbage": PrintsGarbage,
+    "chatty-hello": ChattyHello,
 }
 
 

@@ -20,6 +20,7 @@ from conformance.adapters import PythonAdapter, process_factory
 from reference import build_resume_plan
 from reference.store import LedgerStore, encode_row
 from reference.store import _sync_fd as sync  # the floor uses the store's own primitive (F_FULLFSYNC on macOS)
+from tests.conftest import minimal_event
 
 
 def best(repeats: int, work: Callable[[], object]) -> float:
@@ -73,18 +74,7 @@ def crash_cycle(repeats: int) -> None:
 
 
 def appends(rows: int, repeats: int) -> None:
-    event = {
-        "id": "e",
-        "invocationId": "i",
-        "runId": "r",
-        "sessionId": "s",
-        "turnId": "t",
-        "ts": 1,
-        "partial": False,
-        "role": "user",
-        "author": "user",
-        "content": {"kind": "text", "text": "x" * 80},
-    }
+    event = minimal_event(content={"kind": "text", "text": "x" * 80})
     row = encode_row(event)
 
     def raw(directory: Path) -> None:

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +46,20 @@ def python_command(*args: str) -> str:
 
 
 NODE = shutil.which("node")
+
+
+def minimal_event(**fields: Any) -> dict[str, Any]:
+    """The smallest valid RuntimeEvent, with *fields* set on top."""
+    event: dict[str, Any] = {
+        "id": "e",
+        "invocationId": "i",
+        "runId": "r",
+        "sessionId": "s",
+        "turnId": "t",
+        "ts": 1,
+        "partial": False,
+        "role": "user",
+        "author": "user",
+    }
+    event.update(fields)
+    return event

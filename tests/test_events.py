@@ -11,18 +11,9 @@ import pytest
 
 from conformance import schemas
 from reference.events import event_problem
+from tests.conftest import minimal_event
 
-BASE: dict[str, Any] = {
-    "id": "e1",
-    "invocationId": "i",
-    "runId": "r",
-    "sessionId": "s",
-    "turnId": "t",
-    "ts": 1,
-    "partial": False,
-    "role": "user",
-    "author": "user",
-}
+BASE: dict[str, Any] = minimal_event(id="e1")
 CONTENTS: list[Any] = [
     {"kind": "text", "text": "hi"},
     {"kind": "thinking", "text": "hm", "signature": "x"},

@@ -15,6 +15,7 @@ import pytest
 from conformance import _files
 from conformance._process import kill_pid, pid_alive, wait_pid_gone
 from reference import store
+from tests.conftest import minimal_event
 
 SLEEPER = [sys.executable, "-c", "import time, sys; print('up', flush=True); time.sleep(600)"]
 
@@ -70,19 +71,7 @@ def test_macos_uses_the_full_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(fcntl, "fcntl", spy)
     with store.LedgerStore(tmp_path, "s", "r") as ledger:
-        ledger.append(
-            {
-                "id": "e",
-                "invocationId": "i",
-                "runId": "r",
-                "sessionId": "s",
-                "turnId": "t",
-                "ts": 1,
-                "partial": False,
-                "role": "user",
-                "author": "user",
-            }
-        )
+        ledger.append(minimal_event())
     assert fcntl.F_FULLFSYNC in calls  # type: ignore[attr-defined]
 
 
@@ -97,17 +86,7 @@ def test_posix_syncs_the_directories_a_new_ledger_creates(tmp_path: Path, monkey
 
     monkeypatch.setattr(store, "_sync_directory", spy)
     with store.LedgerStore(tmp_path, "s", "r") as ledger:
-        event = {
-            "id": "e",
-            "invocationId": "i",
-            "runId": "r",
-            "sessionId": "s",
-            "turnId": "t",
-            "ts": 1,
-            "partial": False,
-            "role": "user",
-            "author": "user",
-        }
+        event = minimal_event()
         ledger.append(event)
         first = list(synced)
         ledger.append(dict(event, id="f"))

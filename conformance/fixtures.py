@@ -236,11 +236,58 @@ def _check_references(file: _File, case_id: str, events: Sequence[Event], expect
             raise file.error(f"names event {name!r}, which the case does not have", pointer, case_id)
 
 
+STRICT_CODES = frozenset(
+    {
+        "duplicate_event_id",
+        "duplicate_tool_call",
+        "duplicate_tool_result",
+        "tool_result_before_call",
+        "run_identity_conflict",
+        "tool_fact_after_terminal",
+    }
+)
+
+
+def _check_consistency(
+    file: _File, case_id: str, profile: str, events: Sequence[Event], expect: Mapping[str, Any], at: str
+) -> None:
+    """An expectation must agree with the clauses that tie plan fields together, or it cannot be met."""
+    indeterminate = any(op["status"] == "indeterminate" for op in expect["operations"])
+    safe = not expect["rejectionReasons"] and not expect["requiresVerification"]
+    strict_codes = sorted({d["code"] for d in expect["diagnostics"]} & STRICT_CODES)
+    rules = [
+        (
+            expect["requiresVerification"] == indeterminate,
+            "requiresVerification",
+            f"must be {indeterminate} because {'an' if indeterminate else 'no'} operation is indeterminate (PLAN-6)",
+        ),
+        (
+            (expect["disposition"] == "safe_replay") == safe,
+            "disposition",
+            f"must be {'safe_replay' if safe else 'blocked'} given the reasons and requiresVerification (PLAN-7)",
+        ),
+        (
+            expect["sourceRuntimeEventHighWater"] == len(events),
+            "sourceRuntimeEventHighWater",
+            f"must be {len(events)}, the number of events (PLAN-1)",
+        ),
+        (
+            profile == "strict" or not strict_codes,
+            "diagnostics",
+            f"a core case cannot expect the strict codes {strict_codes} (spec 0.1)",
+        ),
+    ]
+    for holds, name, message in rules:
+        if not holds:
+            raise file.error(f"{name} {message}", f"{at}/{name}", case_id)
+
+
 def _decisions(file: _File, data: dict[str, Any]) -> Iterator[Case]:
     for index, raw in enumerate(data["cases"]):
         at = f"/cases/{index}"
         events = file.events([data.get("envelope"), raw.get("envelope")], raw["events"], f"{at}/events", raw["id"])
         _check_references(file, raw["id"], events, raw["expect"], f"{at}/expect")
+        _check_consistency(file, raw["id"], raw["profile"], events, raw["expect"], f"{at}/expect")
         prefix = f"{at}/"
         yield DecisionCase(
             id=raw["id"],
@@ -267,6 +314,7 @@ def _failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
             )
         events = scenario[: prefix["length"]]
         _check_references(file, f"prefix-{name}", events, prefix["expect"], f"{at}/expect")
+        _check_consistency(file, f"prefix-{name}", "core", events, prefix["expect"], f"{at}/expect")
         yield DecisionCase(
             id=f"prefix-{name.replace('_', '-')}",
             description=f"The committed prefix {name} of the failpoint scenario.",

@@ -6,6 +6,7 @@ Each case becomes an item whose name is the fixture id and whose failure points 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--resumekit-profile", choices=["core", "strict"], default="strict", help="spec profile (default strict)"
     )
     group.addoption("--resumekit-timeout", type=float, default=10.0, help="seconds per adapter response")
+    group.addoption(
+        "--resumekit-seed", type=int, default=None, help="seed of the random crash schedule (default: random)"
+    )
+    group.addoption("--resumekit-kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
 
 
 class _State:
     """The session's adapter, opened at the first golden item and closed at the end."""
 
-    def __init__(self, spec: str, profile: str, timeout: float) -> None:
-        self.spec, self.profile, self.timeout = spec, profile, timeout
+    def __init__(self, spec: str, profile: str, timeout: float, seed: int, kills: int) -> None:
+        self.spec, self.profile, self.timeout, self.seed, self.kills = spec, profile, timeout, seed, kills
         self.adapter: Adapter | None = None
         self.start_error: str | None = None
         self.runners: dict[str, Any] = {}
@@ -60,7 +65,9 @@ class _State:
                 from conformance import crash
 
                 factory = process_factory(self.spec, timeout=self.timeout)
-                self.runners = crash.runners(factory, profile=self.profile, seed=0, kills=20, adapter_spec=self.spec)
+                self.runners = crash.runners(
+                    factory, profile=self.profile, seed=self.seed, kills=self.kills, adapter_spec=self.spec
+                )
         return self.adapter
 
 
@@ -72,10 +79,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _active(config):
         return
     spec = config.getoption("resumekit_adapter") or "python:reference:build_resume_plan"
-    config.stash[_STATE] = _State(spec, config.getoption("resumekit_profile"), config.getoption("resumekit_timeout"))
+    seed = config.getoption("resumekit_seed")
+    config.stash[_STATE] = _State(
+        spec,
+        config.getoption("resumekit_profile"),
+        config.getoption("resumekit_timeout"),
+        seed if seed is not None else random.SystemRandom().randrange(2**32),
+        config.getoption("resumekit_kills"),
+    )
     root = str(golden_dir())
     if not any(Path(arg.split("::")[0]).resolve().is_relative_to(golden_dir().resolve()) for arg in config.args if arg):
         config.args.append(root)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return None
+    return f"resumekit: adapter {state.spec!r}, profile {state.profile}, crash schedule seed {state.seed}"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

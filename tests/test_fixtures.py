@@ -152,3 +152,22 @@ def test_core_cases_never_meet_a_strict_rule() -> None:
             codes = {d["code"] for d in case.expect["diagnostics"]}
             assert not codes & strict_codes, case.id
             assert "ledger_integrity_violation" not in case.expect["rejectionReasons"], case.id
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer", "fragment"),
+    [
+        (("requiresVerification: false", "requiresVerification: true"), "requiresVerification", "PLAN-6"),
+        (("disposition: safe_replay", "disposition: blocked"), "disposition", "must be safe_replay"),
+        (("sourceRuntimeEventHighWater: 1", "sourceRuntimeEventHighWater: 2"), "sourceRuntimeEventHighWater", "PLAN-1"),
+        (("diagnostics: []", "diagnostics: [{code: duplicate_event_id, eventId: e1}]"), "diagnostics", "strict codes"),
+    ],
+)
+def test_an_expectation_that_contradicts_the_spec_is_refused(
+    write_fixture: Write, change: tuple[str, str], pointer: str, fragment: str
+) -> None:
+    path = write_fixture("c.yaml", GOOD.replace(*change))
+    with pytest.raises(FixtureError, match=fragment) as caught:
+        load_file(path, path.parent)
+    assert caught.value.pointer == f"/cases/0/expect/{pointer}"
+    assert caught.value.case_id == "one-user-message"

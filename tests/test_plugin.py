@@ -64,3 +64,19 @@ def test_a_broken_fixture_is_a_collection_error_with_its_location(
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*invalid resumekit fixture: bad.yaml:3: at /cases: 'nope' is not of type 'array'*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_crash_cases_run_through_a_process_adapter_with_a_seeded_schedule(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        "--resumekit-adapter",
+        "reference",
+        "--resumekit-seed",
+        "5",
+        "--resumekit-kills",
+        "3",
+        "-k",
+        "crash-p4 or random-crash-schedule or corrupt-first-row",
+        "-v",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*crash schedule seed 5*", "*crash-schedule.yaml::random-crash-schedule PASSED*"])

@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,12 +24,18 @@ def remove(path: Path) -> None:
 
     def writable(function: object, name: str, _: object) -> None:
         os.chmod(name, stat.S_IWRITE)
-        os.unlink(name) if not os.path.isdir(name) else os.rmdir(name)
+        if os.path.isdir(name):
+            os.rmdir(name)
+        else:
+            os.unlink(name)
 
     delay = 0.01
     for _ in range(8):
         try:
-            shutil.rmtree(path, onerror=writable)  # onerror: Python 3.10 and 3.11 have no onexc
+            if sys.version_info >= (3, 12):
+                shutil.rmtree(path, onexc=writable)
+            else:  # Python 3.10 and 3.11 have no onexc
+                shutil.rmtree(path, onerror=writable)
             return
         except FileNotFoundError:
             return

@@ -359,6 +359,18 @@ def _package_env() -> dict[str, str]:
     return env
 
 
+def split_command(command: str, *, windows: bool = os.name == "nt") -> list[str]:
+    """Split an adapter command line the way the platform's shell would.
+
+    Windows paths hold backslashes, which POSIX splitting would eat, so there the command is split
+    in non-POSIX mode, which keeps the quotes around a quoted word: they are taken off here.
+    """
+    if not windows:
+        return shlex.split(command)
+    words = shlex.split(command, posix=False)
+    return [w[1:-1] if len(w) >= 2 and w[0] == w[-1] == '"' else w for w in words]
+
+
 AdapterFactory = Callable[[], "ProcessAdapter"]
 
 
@@ -367,7 +379,7 @@ def process_factory(spec: str, *, timeout: float = DEFAULT_TIMEOUT, validate_mes
     if spec == "reference":
         argv, env, label = reference_argv(), _package_env(), "reference"
     else:
-        argv = shlex.split(spec, posix=os.name != "nt")
+        argv = split_command(spec)
         if not argv:
             raise AdapterStartError("the adapter command is empty")
         env, label = None, spec

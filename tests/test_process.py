@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance._process import LineProcess, ProcessGone, ReadTimeout, _SelectedLines, _ThreadedLines
+from conformance.adapters import split_command
 
 READERS = [_ThreadedLines] + ([_SelectedLines] if os.name != "nt" else [])
 SCRIPT = (
@@ -63,3 +64,20 @@ def test_stray_lines_are_seen_before_the_next_request() -> None:
         time.sleep(0.01)
     process.kill()
     assert stray == [b"noise\n"]
+
+
+@pytest.mark.parametrize(
+    ("command", "windows", "argv"),
+    [
+        ("node tests/node_impl/adapter.mjs", False, ["node", "tests/node_impl/adapter.mjs"]),
+        ("'/opt/my runtime/bin/rt' --serve", False, ["/opt/my runtime/bin/rt", "--serve"]),
+        (r'"C:\Program Files\Runtime\rt.exe" --serve', True, [r"C:\Program Files\Runtime\rt.exe", "--serve"]),
+        (
+            r"C:\tools\python.exe -m tests.broken.adapters hangs",
+            True,
+            [r"C:\tools\python.exe", "-m", "tests.broken.adapters", "hangs"],
+        ),
+    ],
+)
+def test_adapter_commands_split_like_the_platform_shell(command: str, windows: bool, argv: list[str]) -> None:
+    assert split_command(command, windows=windows) == argv

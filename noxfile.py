@@ -86,7 +86,7 @@ def build(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Measure the runner and the reference against their physical floors (not run by default)."""
     session.install(".")
-    session.run("python", str(ROOT / "tests" / "bench.py"), *session.posargs)
+    session.run("python", "-m", "tests.bench", *session.posargs)
 
 
 if __name__ == "__main__":

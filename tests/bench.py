@@ -20,7 +20,7 @@ from conformance.adapters import PythonAdapter, process_factory
 from reference import build_resume_plan
 from reference.store import LedgerStore, encode_row
 from reference.store import _sync_fd as sync  # the floor uses the store's own primitive (F_FULLFSYNC on macOS)
-from tests.conftest import minimal_event
+from tests.support import minimal_event
 
 
 def best(repeats: int, work: Callable[[], object]) -> float:

@@ -1,20 +1,17 @@
-"""Shared helpers for the kit's own tests."""
+"""Shared fixtures for the kit's own tests."""
 
 from __future__ import annotations
 
 import shutil
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-pytest_plugins = ["pytester"]
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
@@ -36,30 +33,3 @@ def golden_copy(tmp_path: Path) -> Path:
     target = tmp_path / "golden-copy"
     shutil.copytree(ROOT / "golden", target)
     return target
-
-
-def python_command(*args: str) -> str:
-    """A command line that runs this interpreter, quoted for the adapter option on any OS."""
-    exe = sys.executable
-    quoted = f'"{exe}"' if " " in exe else exe
-    return " ".join([quoted, *args])
-
-
-NODE = shutil.which("node")
-
-
-def minimal_event(**fields: Any) -> dict[str, Any]:
-    """The smallest valid RuntimeEvent, with *fields* set on top."""
-    event: dict[str, Any] = {
-        "id": "e",
-        "invocationId": "i",
-        "runId": "r",
-        "sessionId": "s",
-        "turnId": "t",
-        "ts": 1,
-        "partial": False,
-        "role": "user",
-        "author": "user",
-    }
-    event.update(fields)
-    return event

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conformance import schemas
-from tests.conftest import ROOT, python_command
+from tests.support import ROOT, python_command
 
 GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
 

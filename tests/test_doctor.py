@@ -7,7 +7,7 @@ import io
 import pytest
 
 from conformance.doctor import diagnose
-from tests.conftest import NODE, python_command
+from tests.support import NODE, python_command
 
 
 def _doctor(adapter: str) -> tuple[int, str]:

@@ -11,7 +11,7 @@ import pytest
 
 from conformance import schemas
 from reference.events import event_problem
-from tests.conftest import minimal_event
+from tests.support import minimal_event
 
 BASE: dict[str, Any] = minimal_event(id="e1")
 CONTENTS: list[Any] = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NODE, ROOT
+from tests.support import NODE, ROOT
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed on this machine")
 

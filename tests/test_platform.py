@@ -15,7 +15,7 @@ import pytest
 from conformance import _files
 from conformance._process import kill_pid, pid_alive, wait_pid_gone
 from reference import store
-from tests.conftest import minimal_event
+from tests.support import minimal_event
 
 SLEEPER = [sys.executable, "-c", "import time, sys; print('up', flush=True); time.sleep(600)"]
 

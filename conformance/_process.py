@@ -76,7 +76,7 @@ class _SelectedLines:
         ready, _, _ = select.select([self._fd], [], [], timeout)
         if not ready:
             return False
-        data = os.read(self._fd, 1 << 20)
+        data = os.read(self._fd, 1 << 16)
         if data:
             self._buffer += data
         else:

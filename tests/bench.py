@@ -6,6 +6,7 @@ Run with ``nox -s bench``. Prints ratios; asserts nothing about wall-clock time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conformance import crash, fixtures, runner
+from conformance._process import LineProcess
 from conformance.adapters import PythonAdapter, process_factory
 from reference import build_resume_plan
 from reference.store import LedgerStore, encode_row
@@ -33,6 +35,30 @@ def best(repeats: int, work: Callable[[], object]) -> float:
     return min(timings)
 
 
+# Answers every line with one canned line of a typical plan's size: the pipe round trip, nothing else.
+_ECHO = (
+    "import sys\n"
+    'line = b\'{"seq":0,"result":{"plan":"\' + b\'x\' * 2300 + b\'"}}\\n\'\n'
+    "for _ in iter(sys.stdin.buffer.readline, b''):\n"
+    "    sys.stdout.buffer.write(line); sys.stdout.buffer.flush()\n"
+)
+
+
+def pipe_floor(requests: list[bytes], repeats: int) -> float:
+    """Seconds per round trip of the same request lines through a process that does no work."""
+    process = LineProcess([sys.executable, "-c", _ECHO])
+    try:
+
+        def round_trips() -> None:
+            for request in requests:
+                process.send(request)
+                process.receive(10.0)
+
+        return best(repeats, round_trips) / len(requests)
+    finally:
+        process.kill()
+
+
 def decisions(repeats: int) -> None:
     cases = list(fixtures.load_suite().select("strict", kinds=["decision"]))
     inproc = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
@@ -45,7 +71,10 @@ def decisions(repeats: int) -> None:
         process.close()
     projection = best(repeats, lambda: [build_resume_plan(c.events) for c in cases for _ in range(2)])
     n = len(cases)
+    lines = [json.dumps({"cmd": "phase0.plan", "seq": 1, "events": list(c.events)}).encode() + b"\n" for c in cases]
+    floor = pipe_floor(lines, repeats)
     print(f"decision cases: {n} (each asked twice)")
+    print(f"  pipe floor:        {floor * 1e3:6.3f} ms per round trip (same requests, a process that does no work)")
     print(f"  in-process:        {n / t_in:8.0f} cases/s   {t_in / n * 1e3:6.3f} ms/case")
     print(f"  over the protocol: {n / t_sub:8.0f} cases/s   {t_sub / n * 1e3:6.3f} ms/case")
     overhead = (t_sub - t_in) / n

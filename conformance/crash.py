@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -325,6 +326,8 @@ def run_schedule(
     session = _Session(case, factory, profile)
     sent: list[dict[str, Any]] = []
     acknowledged = 0
+    latencies: list[float] = []  # seconds from sending an append to its acknowledgement
+    in_flight_kills = landed_unacknowledged = 0
     try:
         with _scratch("schedule") as scratch:
             workspace = scratch / "workspace"
@@ -352,26 +355,34 @@ def run_schedule(
                             replay=replay,
                         )
                     )
+                if len(events) > acknowledged:
+                    landed_unacknowledged += 1
                 del sent[len(events) :]  # the row in flight at the kill either landed or never will
                 acknowledged = len(sent)
                 pid = session.ask("phase0.crash.arm", marker=str(marker)).get("pid")
                 assert session.adapter is not None and session.adapter.process is not None
                 appends = rng.randint(0, 6)
-                delay = rng.uniform(0.0, 0.004)
+                # A fraction of a typical append's round trip: most kills land inside the last append
+                # (before its write, between write and sync, before the acknowledgement), some after.
+                fraction = rng.uniform(0.0, 1.5)
                 for _ in range(appends):
                     event = _stream_event(case.template, len(sent))
                     sent.append(event)
+                    began = time.perf_counter()
                     session.ask("phase0.store.append", event=event)
+                    latencies.append(time.perf_counter() - began)
                     acknowledged = len(sent)
-                # The last append is in flight when the kill lands, at a random moment inside it.
+                typical = statistics.median(latencies[-50:]) if latencies else 0.002
                 event = _stream_event(case.template, len(sent))
                 sent.append(event)
-                timer = threading.Timer(delay, kill_pid, args=(pid,))
+                timer = threading.Timer(fraction * typical, kill_pid, args=(pid,))
                 timer.start()
                 reply = session.adapter.request("phase0.store.append", event=event)
                 timer.join()
                 if reply.outcome == "result":
                     acknowledged = len(sent)
+                else:
+                    in_flight_kills += 1
                 session.adapter.kill()
                 if not wait_pid_gone(pid, timeout=10.0):
                     raise _Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=replay))
@@ -405,7 +416,11 @@ def run_schedule(
                 Outcome.PASSED,
                 fault_model=FAULT_MODEL,
                 replay=replay,
-                message=f"{kills} kills, {len(events)} rows survived, {acknowledged} acknowledged",
+                message=(
+                    f"{kills} kills, {in_flight_kills} of them before the last append was acknowledged "
+                    f"({landed_unacknowledged} of those rows had landed anyway); {len(events)} rows survived, "
+                    f"{acknowledged} acknowledged"
+                ),
             )
     except _Abort as abort:
         return abort.result
@@ -429,4 +444,4 @@ def runners(
     }
 
 
-__all__ = ["FAULT_MODEL", "run_crash", "run_ledger_fault", "run_schedule", "runners", "time"]
+__all__ = ["FAULT_MODEL", "run_crash", "run_ledger_fault", "run_schedule", "runners"]

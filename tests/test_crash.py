@@ -122,3 +122,18 @@ def test_unclaimed_capabilities_are_reported_as_not_claimed(tmp_path: Path) -> N
     assert document["summary"] == {"passed": 0, "failed": 0, "errored": 0, "skipped": 0, "not_claimed": 12}
     assert document["certified"] is False
     assert all("phase0.store" in r["message"] for r in document["results"])
+
+
+def test_validate_messages_turns_a_schema_breaking_answer_into_an_error_naming_the_pointer(tmp_path: Path) -> None:
+    adapter = python_command("-m", "tests.broken.adapters", "sloppy-messages")
+    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p0", "--validate-messages")
+    assert code == 1
+    [result] = document["results"]
+    assert result["outcome"] == "errored"
+    assert "breaks the protocol schema at /result/rows" in result["message"]
+    assert result["transcript"], "the last messages exchanged are kept"
+    # Without the schema check the wrong answer still fails the case, by its content.
+    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p0")
+    [result] = document["results"]
+    assert result["outcome"] == "failed"
+    assert result["mismatches"][0]["clause"] == "STORE-1"

@@ -119,6 +119,13 @@ class PrintsGarbage(Harness):
         return super()._plan(request)
 
 
+class SloppyMessages(Harness):
+    """Acknowledges appends with the row count as a string: breaks the result schema."""
+
+    def _store_append(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"rows": str(super()._store_append(request)["rows"])}
+
+
 class ChattyHello(Harness):
     """Greets on stdout before its hello answer, as a logging library set up to print might."""
 
@@ -140,6 +147,7 @@ MODES: dict[str, type[Harness]] = {
     "crashes-mid-run": CrashesMidRun,
     "prints-garbage": PrintsGarbage,
     "chatty-hello": ChattyHello,
+    "sloppy-messages": SloppyMessages,
 }
 
 

@@ -276,6 +276,11 @@ def _check_consistency(
             "diagnostics",
             f"a core case cannot expect the strict codes {strict_codes} (spec 0.1)",
         ),
+        (
+            profile == "strict" or "ledger_integrity_violation" not in expect["rejectionReasons"],
+            "rejectionReasons",
+            "a core case cannot expect 'ledger_integrity_violation' (spec 0.1)",
+        ),
     ]
     for holds, name, message in rules:
         if not holds:

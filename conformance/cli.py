@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from conformance import __version__, report, schemas
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from conformance import __version__, crash, doctor, report, schemas
+from conformance._resources import golden_dir, spec_dir
 from conformance.adapters import DEFAULT_TIMEOUT, AdapterStartError, ProcessAdapter, open_adapter, process_factory
 from conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
 from conformance.results import Source
@@ -95,10 +100,6 @@ def _suite(arguments: argparse.Namespace, stderr: IO[str]) -> Suite | None:
 
 def _spec_clauses() -> list[str]:
     """Clause ids defined in docs/spec/phase0.md, in document order, if the spec is at hand."""
-    import re
-
-    from conformance._resources import spec_dir
-
     try:
         spec = spec_dir() / "phase0.md"
     except FileNotFoundError:
@@ -126,9 +127,6 @@ def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
 
 
 def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     problems = 0
     try:
         uris = sorted(str(uri) for uri in schemas.registry())
@@ -144,8 +142,6 @@ def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]
     stdout.write(f"{len(uris)} schema(s) checked\n")
     root = arguments.golden
     if root is None:
-        from conformance._resources import golden_dir
-
         root = golden_dir()
     files = arguments.files or fixture_files(root)
     total = 0
@@ -185,8 +181,6 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(2**32)
     runners: dict[str, Any] = {}
     if isinstance(adapter, ProcessAdapter):
-        from conformance import crash
-
         factory = process_factory(
             arguments.adapter, timeout=arguments.timeout, validate_messages=arguments.validate_messages
         )
@@ -222,8 +216,6 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
 
 
 def cmd_doctor(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-    from conformance import doctor
-
     return doctor.diagnose(arguments.adapter, timeout=arguments.timeout, write=stdout.write)
 
 

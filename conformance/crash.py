@@ -7,6 +7,7 @@ recovery from a process crash, not durability across power loss or a kernel cras
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import statistics
@@ -119,8 +120,6 @@ class _Session:
 
 
 def _with_model(result: CaseResult) -> CaseResult:
-    import dataclasses
-
     return dataclasses.replace(result, fault_model=FAULT_MODEL)
 
 

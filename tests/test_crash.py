@@ -95,6 +95,8 @@ def test_a_broken_adapter_gets_its_verdict_and_the_run_goes_on(mode: str, tmp_pa
         assert result["outcome"] == outcome, result
         clauses = {m.get("clause") for m in result["mismatches"]}
         assert evidence in clauses or evidence in result.get("message", ""), result
+        if outcome == "failed":
+            assert evidence in result["clauses"], "the failing case cites the clause it caught"
     others = [r for r in results.values() if r["id"] not in victims]
     if outcome == "errored":
         # The runner restarted the implementation and went on: every other case still passed.

@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
     run.add_argument("--report-json", type=Path, metavar="FILE", help="write the run as JSON")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write the run as JUnit XML")
+    run.add_argument(
+        "--summary-md", type=Path, metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
 
     listing = commands.add_parser("list", help="list the cases with their clauses and profile")
@@ -212,6 +215,9 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         )
     if arguments.junit:
         arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
+    if arguments.summary_md:
+        with arguments.summary_md.open("a", encoding="utf-8") as summary:
+            summary.write(report.to_markdown(finished))
     return EXIT_CERTIFIED if finished.certified else EXIT_NOT_CERTIFIED
 
 

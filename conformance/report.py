@@ -159,6 +159,43 @@ def format_summary(run: Run) -> str:
     return "\n".join(lines)
 
 
+def to_markdown(run: Run) -> str:
+    """The run as Markdown, for a CI job summary such as GitHub's."""
+    info = run.implementation
+    verdict = "certified" if run.certified else "**not certified**"
+    lines = [
+        f"## resumekit: {info.name} {info.version} is {verdict}",
+        "",
+        f"Profile `{run.profile}`; claims {', '.join(f'`{c}`' for c in info.capabilities) or 'nothing'}; "
+        f"adapter `{info.adapter}`; {run.platform.get('system', '')} {run.platform.get('machine', '')}.",
+    ]
+    if run.fault_models:
+        lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
+    if run.seed is not None:
+        lines.append(f"Crash schedule seed: `{run.seed}`.")
+    lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
+    kinds: dict[str, dict[Outcome, int]] = {}
+    for result in run.results:
+        row = kinds.setdefault(result.kind, dict.fromkeys(Outcome, 0))
+        row[result.outcome] += 1
+    for kind, row in kinds.items():
+        lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
+    bad = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERRORED)]
+    if bad:
+        lines += ["", "| case | outcome | where | clauses | first problem |", "|---|---|---|---|---|"]
+        for result in bad:
+            problem = _first_line(result)
+            if result.mismatches:
+                first = result.mismatches[0]
+                problem += f": {first.pointer or '(whole plan)'} [{first.clause}]" if first.clause else ""
+            problem = problem.replace("|", "\\|")
+            lines.append(
+                f"| `{result.case_id}` | {result.outcome.value} | {result.source or ''} | "
+                f"{', '.join(result.clauses)} | {problem} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def format_case_line(case: Case) -> str:
     """One line of ``resumekit list``."""
     return f"{case.id:<48} {case.kind:<13} {case.profile:<7} {','.join(case.clauses)}"

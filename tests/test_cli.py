@@ -115,3 +115,15 @@ def test_the_console_entry_point_and_module_run() -> None:
     assert done.returncode == 0, done.stderr
     assert "crash-p1 " in done.stdout and "crash-p10" in done.stdout
     assert main(["list", "--only", "crash-p0"]) == EXIT_CERTIFIED
+
+
+def test_a_markdown_summary_is_appended_for_ci(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    code, _, _ = _cli("run", "--adapter", BROKEN, "--kind", "decision", "-q", "--summary-md", str(summary))
+    assert code == EXIT_NOT_CERTIFIED
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("earlier step\n## resumekit:")
+    assert "**not certified**" in text
+    assert "| decision |" in text
+    assert "[OP-3]" in text

@@ -139,3 +139,9 @@ def test_validate_messages_turns_a_schema_breaking_answer_into_an_error_naming_t
     [result] = document["results"]
     assert result["outcome"] == "failed"
     assert result["mismatches"][0]["clause"] == "STORE-1"
+
+
+def test_every_message_of_a_full_reference_run_matches_its_schema(tmp_path: Path) -> None:
+    code, document, output = resumekit(tmp_path, "--adapter", "reference", "--validate-messages", "--kills", "5")
+    assert code == 0, output
+    assert document["summary"]["passed"] == len(document["results"]) > 100

@@ -88,10 +88,11 @@ def crash_cycle(repeats: int) -> None:
     factory = process_factory("reference")
 
     def start_twice() -> None:
+        # The least a crash cycle can cost: two processes started and answering hello, then killed.
         for _ in range(2):
             adapter = factory()
             adapter.start()
-            adapter.close()
+            adapter.kill()
 
     floor = best(repeats, start_twice)
     cycle = best(repeats, lambda: crash.run_crash(case, factory, "strict"))  # type: ignore[arg-type]

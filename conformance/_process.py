@@ -43,8 +43,10 @@ class _ThreadedLines:
         threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
 
     def _pump(self, stream: IO[bytes]) -> None:
-        for raw in stream:
-            self._lines.put(raw)
+        # The kit closes the pipe after a kill; the pump then ends as at the end of the stream.
+        with contextlib.suppress(ValueError, OSError):
+            for raw in stream:
+                self._lines.put(raw)
         self._lines.put(_EOF)
 
     def next(self, timeout: float) -> bytes | None:
@@ -126,8 +128,9 @@ class LineProcess:
 
     def _pump_stderr(self) -> None:
         assert self._popen.stderr is not None
-        for raw in self._popen.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        with contextlib.suppress(ValueError, OSError):  # closed by the kit after a kill
+            for raw in self._popen.stderr:
+                self._stderr.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
 
     def stderr_tail(self) -> str:
         """The last lines the process wrote to stderr."""

@@ -200,6 +200,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
             reporter=progress,
             runners=runners,
             seed=seed if scheduled else None,
+            golden_digest=suite.digest,
         )
     finally:
         adapter.close()

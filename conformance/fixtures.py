@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,7 @@ class Suite:
 
     cases: tuple[Case, ...]
     root: Path
+    digest: str = ""  # sha256 over every fixture file's path and bytes: which golden set a run used
 
     def select(
         self, profile: str = "strict", only: Sequence[str] = (), kinds: Iterable[str] | None = None
@@ -409,7 +411,9 @@ def load_suite(root: Path | None = None) -> Suite:
     root = root or golden_dir()
     cases: list[Case] = []
     seen: dict[str, Source] = {}
+    digest = hashlib.sha256()
     for path in fixture_files(root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
         for case in load_file(path, root):
             if case.id in seen:
                 raise FixtureError(
@@ -420,4 +424,4 @@ def load_suite(root: Path | None = None) -> Suite:
                 )
             seen[case.id] = case.source
             cases.append(case)
-    return Suite(tuple(cases), root)
+    return Suite(tuple(cases), root, digest.hexdigest())

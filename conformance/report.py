@@ -23,7 +23,12 @@ _MARKS = {
 def to_json(run: Run) -> dict[str, Any]:
     """The run as a document valid against schemas/report/run-report.json."""
     return {
-        "resumekit": {"version": run.kit_version, "specVersion": SPEC_VERSION, "protocolVersion": PROTOCOL_VERSION},
+        "resumekit": {
+            "version": run.kit_version,
+            "specVersion": SPEC_VERSION,
+            "protocolVersion": PROTOCOL_VERSION,
+            "goldenDigest": run.golden_digest,
+        },
         "implementation": run.implementation.to_dict(),
         "profile": run.profile,
         "platform": dict(run.platform),

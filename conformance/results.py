@@ -135,6 +135,7 @@ class Run:
     platform: Mapping[str, str] = field(default_factory=dict)
     kit_version: str = ""
     seed: int | None = None
+    golden_digest: str = ""
 
     @property
     def counts(self) -> dict[str, int]:

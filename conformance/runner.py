@@ -155,6 +155,7 @@ def run(
     reporter: Reporter | None = None,
     runners: Mapping[str, CaseRunner] | None = None,
     seed: int | None = None,
+    golden_digest: str = "",
 ) -> Run:
     """Run every case, each by the runner for its kind; decisions go through *adapter*."""
     reporter = reporter or _Silent()
@@ -186,6 +187,7 @@ def run(
         platform=platform_facts(),
         kit_version=__version__,
         seed=seed,
+        golden_digest=golden_digest,
     )
 
 

@@ -34,6 +34,7 @@ def test_run_certifies_the_reference_and_writes_valid_reports(tmp_path: Path) ->
     assert schemas.first_violation(schemas.RUN_REPORT, document) is None
     assert document["certified"] is True
     assert document["summary"]["passed"] >= 60
+    assert len(document["resumekit"]["goldenDigest"]) == 64
     assert document["summary"]["failed"] == 0
     tree = ET.parse(junit)
     cases = tree.getroot().findall(".//testcase")
@@ -127,3 +128,13 @@ def test_a_markdown_summary_is_appended_for_ci(tmp_path: Path) -> None:
     assert "**not certified**" in text
     assert "| decision |" in text
     assert "[OP-3]" in text
+
+
+def test_the_golden_digest_changes_with_any_fixture_byte(golden_copy: Path) -> None:
+    from conformance.fixtures import load_suite
+
+    before = load_suite(golden_copy).digest
+    target = golden_copy / "phase0" / "crash-schedule.yaml"
+    target.write_bytes(target.read_bytes() + b"# one more comment\n")
+    assert load_suite(golden_copy).digest != before
+    assert load_suite().digest == load_suite().digest

@@ -37,7 +37,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple
 
 __all__ = [
@@ -470,22 +470,28 @@ def _paired_call_ids(facts: Sequence[_ToolFact]) -> set[str]:
     return paired
 
 
-def _replay_events(events: Sequence[Mapping[str, Any]], facts: Sequence[_ToolFact]) -> list[dict[str, Any]]:
+def _replay_events(
+    events: Sequence[Mapping[str, Any]], facts: Sequence[_ToolFact], copy: Callable[[Mapping[str, Any]], Any]
+) -> list[Any]:
     paired = _paired_call_ids(facts)
     facts_by_position = {fact.position: fact for fact in facts}
-    replay: list[dict[str, Any]] = []
+    replay: list[Any] = []
     for position, event in enumerate(events):
         if is_partial_event(event):
             continue
         fact = facts_by_position.get(position)
         if fact is not None and fact.call_id not in paired:
             continue
-        replay.append(_copy_event(event))
+        replay.append(copy(event))
     return replay
 
 
 def _copy_event(event: Mapping[str, Any]) -> dict[str, Any]:
     return dict(_copied(event))
+
+
+def _same_event(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    return event
 
 
 def _copied(value: Any) -> Any:
@@ -507,13 +513,16 @@ def build_resume_plan(
     *,
     expected_high_water: int | None = None,
     profile: Profile = "strict",
+    share_events: bool = False,
 ) -> dict[str, Any]:
     """Decide what a resume over the committed prefix `events` may do.
 
     Returns the wire ResumePlan (schemas/phase0/resume-plan.json). `expected_high_water` is the
     caller's `expectedRuntimeEventHighWater` (OFF-1). `profile="core"` applies the core clauses
-    only; `"strict"` adds STRICT-1 to STRICT-7. The input is not changed, and nothing returned
-    shares an object with it.
+    only; `"strict"` adds STRICT-1 to STRICT-7. The input is never changed. Nothing returned
+    shares an object with it, unless `share_events` is true: then `runtimeEvents` and
+    `replayRuntimeEvents` hold the input's own event objects, which saves copying them for a caller
+    that serialises the plan at once and drops the input (the protocol server does).
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be 'core' or 'strict', not {profile!r}")
@@ -550,6 +559,7 @@ def build_resume_plan(
     }
     if requires_verification:
         plan["directive"] = INDETERMINATE_TOOL_RESULT_DIRECTIVE
-    plan["runtimeEvents"] = [_copy_event(event) for event in events]  # PLAN-8
-    plan["replayRuntimeEvents"] = _replay_events(events, facts)  # PLAN-9
+    copy = _same_event if share_events else _copy_event
+    plan["runtimeEvents"] = [copy(event) for event in events]  # PLAN-8
+    plan["replayRuntimeEvents"] = _replay_events(events, facts, copy)  # PLAN-9
     return plan

@@ -462,3 +462,17 @@ def test_canonical_json_integral_floats() -> None:
 def test_canonical_json_rejects_non_json_numbers(value: Any) -> None:
     with pytest.raises(ValueError, match="JSON"):
         canonical_json(value)
+
+
+def test_sharing_events_gives_the_same_plan_and_leaves_the_input_alone() -> None:
+    from conformance.fixtures import load_suite
+
+    for case in load_suite().select("strict", kinds=["decision"]):
+        events = copy.deepcopy(list(case.events))
+        before = canonical_json(events)
+        shared = build_resume_plan(events, expected_high_water=case.expected_high_water, share_events=True)
+        copied = build_resume_plan(events, expected_high_water=case.expected_high_water)
+        assert canonical_json(shared) == canonical_json(copied), case.id
+        assert canonical_json(events) == before, case.id
+        assert all(a is b for a, b in zip(shared["runtimeEvents"], events, strict=True)), case.id
+        assert not any(a is b for a, b in zip(copied["runtimeEvents"], events, strict=True)), case.id

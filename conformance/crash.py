@@ -417,8 +417,8 @@ def run_schedule(
                 replay=replay,
                 message=(
                     f"{kills} kills, {in_flight_kills} of them before the last append was acknowledged "
-                    f"({landed_unacknowledged} of those rows had landed anyway); the final ledger holds {len(events)} rows, "
-                    "every acknowledged one among them"
+                    f"({landed_unacknowledged} of those rows had landed anyway); "
+                    f"the final ledger holds {len(events)} rows, every acknowledged one among them"
                 ),
             )
     except _Abort as abort:

@@ -7,6 +7,7 @@ recovery from a process crash, not durability across power loss or a kernel cras
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -14,7 +15,6 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,16 @@ class _Session:
             **fields,
         )
 
+    def arm(self, marker: Path) -> int:
+        """Arm the exit marker and return the pid the implementation says holds the store.
+
+        The kit will kill that pid, so it must be a plausible one: never the kit itself or its parent.
+        """
+        pid = self.ask("phase0.crash.arm", marker=str(marker)).get("pid")
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1 or pid in (os.getpid(), os.getppid()):
+            raise _Abort(self.fail(f"phase0.crash.arm reported pid {pid!r}, which the kit will not kill"))
+        return pid
+
     def open(self, workspace: Path) -> None:
         self.ask("phase0.store.open", workspace=str(workspace), sessionId=SESSION_ID, runId=RUN_ID)
 
@@ -119,11 +129,17 @@ class _Session:
         self.adapter = None
 
 
+def _kill_if_running(pid: int) -> None:
+    # Runs on a timer thread: a process that already died by itself is not an error to print there.
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        kill_pid(pid)
+
+
 def _with_model(result: CaseResult) -> CaseResult:
     return dataclasses.replace(result, fault_model=FAULT_MODEL)
 
 
-@contextmanager
+@contextlib.contextmanager
 def _scratch(label: str) -> Iterator[Path]:
     path = _files.scratch(label)
     try:
@@ -149,9 +165,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
             workspace.mkdir()
             session.start()
             session.open(workspace)
-            pid = session.ask("phase0.crash.arm", marker=str(marker)).get("pid")
-            if not isinstance(pid, int) or pid <= 0:
-                raise _Abort(session.fail(f"phase0.crash.arm reported pid {pid!r}, not a process id"))
+            pid = session.arm(marker)
             for index, event in enumerate(case.events):
                 rows = session.ask("phase0.store.append", event=event).get("rows")
                 if rows != index + 1:
@@ -358,7 +372,7 @@ def run_schedule(
                     landed_unacknowledged += 1
                 del sent[len(events) :]  # the row in flight at the kill either landed or never will
                 acknowledged = len(sent)
-                pid = session.ask("phase0.crash.arm", marker=str(marker)).get("pid")
+                pid = session.arm(marker)
                 assert session.adapter is not None and session.adapter.process is not None
                 appends = rng.randint(0, 6)
                 # A fraction of a typical append's round trip: most kills land inside the last append
@@ -374,7 +388,7 @@ def run_schedule(
                 typical = statistics.median(latencies[-50:]) if latencies else 0.002
                 event = _stream_event(case.template, len(sent))
                 sent.append(event)
-                timer = threading.Timer(fraction * typical, kill_pid, args=(pid,))
+                timer = threading.Timer(fraction * typical, _kill_if_running, args=(pid,))
                 timer.start()
                 reply = session.adapter.request("phase0.store.append", event=event)
                 timer.join()

@@ -20,6 +20,14 @@ _MARKS = {
 }
 
 
+def counts_by_kind(run: Run) -> dict[str, dict[Outcome, int]]:
+    """How many results of each kind ended in each outcome, kinds in the order they ran."""
+    kinds: dict[str, dict[Outcome, int]] = {}
+    for result in run.results:
+        kinds.setdefault(result.kind, dict.fromkeys(Outcome, 0))[result.outcome] += 1
+    return kinds
+
+
 def to_json(run: Run) -> dict[str, Any]:
     """The run as a document valid against schemas/report/run-report.json."""
     return {
@@ -145,14 +153,10 @@ def format_summary(run: Run) -> str:
         lines.append(f"fault models:   {'; '.join(run.fault_models)}")
     if run.seed is not None:
         lines.append(f"seed:           {run.seed}")
-    kinds: dict[str, dict[str, int]] = {}
-    for result in run.results:
-        row = kinds.setdefault(result.kind, {o.value: 0 for o in Outcome})
-        row[result.outcome.value] += 1
     header = f"{'kind':<14}" + "".join(f"{o.value:>13}" for o in Outcome)
     lines += ["", header, "-" * len(header)]
-    for kind, row in kinds.items():
-        lines.append(f"{kind:<14}" + "".join(f"{row[o.value]:>13}" for o in Outcome))
+    for kind, row in counts_by_kind(run).items():
+        lines.append(f"{kind:<14}" + "".join(f"{row[o]:>13}" for o in Outcome))
     total = run.counts
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
     verdict = "CERTIFIED" if run.certified else "NOT CERTIFIED"
@@ -179,11 +183,7 @@ def to_markdown(run: Run) -> str:
     if run.seed is not None:
         lines.append(f"Crash schedule seed: `{run.seed}`.")
     lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
-    kinds: dict[str, dict[Outcome, int]] = {}
-    for result in run.results:
-        row = kinds.setdefault(result.kind, dict.fromkeys(Outcome, 0))
-        row[result.outcome] += 1
-    for kind, row in kinds.items():
+    for kind, row in counts_by_kind(run).items():
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
     bad = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERRORED)]
     if bad:

@@ -3,7 +3,8 @@
 # Everything that decides what a resume may do lives here; this module knows nothing of files,
 # processes or the clock. It reads a sequence of RuntimeEvents (the committed prefix a store
 # reopened, docs/spec/phase0.md section 1) and answers with a ResumePlan (section 3). It never
-# changes its input, and every list or object it returns is a fresh copy (PURE-1).
+# changes its input (PURE-1), and every list or object it returns is a fresh copy, unless the
+# caller asks it to share the event objects (`share_events`, for a caller that serialises at once).
 #
 # The rules, in the order the functions below apply them:
 #

@@ -145,3 +145,13 @@ def test_every_message_of_a_full_reference_run_matches_its_schema(tmp_path: Path
     code, document, output = resumekit(tmp_path, "--adapter", "reference", "--validate-messages", "--kills", "5")
     assert code == 0, output
     assert document["summary"]["passed"] == len(document["results"]) > 100
+
+
+@pytest.mark.parametrize("kind", ["crash-p0", "random-crash-schedule"])
+def test_the_kit_refuses_to_kill_itself_when_an_adapter_names_its_pid(kind: str, tmp_path: Path) -> None:
+    adapter = python_command("-m", "tests.broken.adapters", "names-the-kits-pid")
+    code, document, output = resumekit(tmp_path, "--adapter", adapter, "--only", kind, "--kills", "3")
+    assert code == 1, output
+    [result] = document["results"]
+    assert result["outcome"] == "failed"
+    assert "which the kit will not kill" in result["message"]

@@ -126,6 +126,14 @@ class SloppyMessages(Harness):
         return {"rows": str(super()._store_append(request)["rows"])}
 
 
+class NamesTheKitsPid(Harness):
+    """Reports its parent, the kit, as the process to kill."""
+
+    def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._crash_arm(request)
+        return {"pid": os.getppid()}
+
+
 class ChattyHello(Harness):
     """Greets on stdout before its hello answer, as a logging library set up to print might."""
 
@@ -148,6 +156,7 @@ MODES: dict[str, type[Harness]] = {
     "prints-garbage": PrintsGarbage,
     "chatty-hello": ChattyHello,
     "sloppy-messages": SloppyMessages,
+    "names-the-kits-pid": NamesTheKitsPid,
 }
 
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from importlib import metadata
-
-try:
-    __version__ = metadata.version("resumekit")
-except metadata.PackageNotFoundError:  # a source checkout that was never installed
-    __version__ = "0+unknown"
+# The single source of the version: the build reads it from here, so no metadata scan at import time.
+__version__ = "0.1.0"
 
 PROTOCOL_VERSION = 1
 SPEC_VERSION = 1

@@ -1,5 +1,5 @@
 """``python -m conformance`` is the ``resumekit`` command."""
 
-from conformance.cli import main
+from resumekit.conformance.cli import main
 
 raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Find the kit's data, ``schemas/`` and ``golden/``, in a wheel or a source checkout."""
+"""Find the kit's data, ``schemas/``, ``golden/`` and the spec, which the wheel carries inside the package."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parent
 
 
-def _find(name: str, variable: str, checkout: str | None = None) -> Path:
+def _find(name: str, variable: str) -> Path:
     override = os.environ.get(variable)
     if override:
         return Path(override)
-    # An installed wheel carries the data inside the package; a checkout has it beside the package.
-    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / (checkout or name)):
-        if candidate.is_dir():
-            return candidate
+    candidate = _PACKAGE / "_data" / name
+    if candidate.is_dir():
+        return candidate
     raise FileNotFoundError(
-        f"resumekit cannot find its {name!r} directory (looked in {_PACKAGE / '_data'} and {_PACKAGE.parent}); "
-        f"set {variable} to point at it"
+        f"resumekit cannot find its {name!r} directory (looked in {candidate}); "
+        f"reinstall resumekit, or set {variable} to point at it"
     )
 
 
@@ -38,4 +37,4 @@ def golden_dir() -> Path:
 @cache
 def spec_dir() -> Path:
     """The directory holding the normative spec documents."""
-    return _find("spec", "RESUMEKIT_SPEC", checkout="docs/spec")
+    return _find("spec", "RESUMEKIT_SPEC")

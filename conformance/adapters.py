@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from conformance import PROTOCOL_VERSION, __version__, schemas
-from conformance._process import LineProcess, ProcessGone, ReadTimeout
-from conformance.results import Implementation
+from resumekit.conformance import PROTOCOL_VERSION, __version__, schemas
+from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout
+from resumekit.conformance.results import Implementation
 
 DEFAULT_TIMEOUT = 10.0
 TRANSCRIPT_LENGTH = 8
@@ -130,6 +130,10 @@ def load_python(spec: str) -> PythonAdapter:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise AdapterStartError(f"python adapter {spec!r} is not of the form 'package.module:attribute'")
+    # Resolve the module as ``python -m`` would: the working directory first, whichever way the kit started.
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
@@ -345,16 +349,18 @@ def _hello_problem(hello: Any) -> str | None:
     return None
 
 
+# ``python -m`` and ``-c`` put the working directory first on sys.path, where a user's own module could
+# shadow the kit's; the child drops that entry before it imports anything of ours.
+_REFERENCE_BOOT = "import sys; del sys.path[0]; from resumekit.reference.__main__ import main; sys.exit(main())"
+
+
 def reference_argv() -> list[str]:
-    """The command that runs the bundled reference as a protocol server."""
-    return [sys.executable, "-m", "reference"]
+    """The command that runs the bundled reference as a protocol server, never importing from the cwd."""
+    return [sys.executable, "-c", _REFERENCE_BOOT]
 
 
 def _package_env() -> dict[str, str]:
-    # The reference must import in the child whether resumekit is installed or run from a checkout.
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONIOENCODING", "utf-8")
     return env
 

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.canonical import canonical_json, same_json
-from conformance.results import Mismatch
+from resumekit.conformance.canonical import canonical_json, same_json
+from resumekit.conformance.results import Mismatch
 
 Event = Mapping[str, Any]
 

@@ -14,12 +14,18 @@ from typing import IO, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from conformance import __version__, crash, doctor, report, schemas
-from conformance._resources import golden_dir, spec_dir
-from conformance.adapters import DEFAULT_TIMEOUT, AdapterStartError, ProcessAdapter, open_adapter, process_factory
-from conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
-from conformance.results import Source
-from conformance.runner import run as run_cases
+from resumekit.conformance import __version__, crash, doctor, report, schemas
+from resumekit.conformance._resources import golden_dir, spec_dir
+from resumekit.conformance.adapters import (
+    DEFAULT_TIMEOUT,
+    AdapterStartError,
+    ProcessAdapter,
+    open_adapter,
+    process_factory,
+)
+from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
+from resumekit.conformance.results import Source
+from resumekit.conformance.runner import run as run_cases
 
 EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE = 0, 1, 2
 

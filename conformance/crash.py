@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance import _files, check, faults
-from conformance._process import kill_pid, wait_pid_gone
-from conformance.adapters import ProcessAdapter, Reply
-from conformance.canonical import canonical_json
-from conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
-from conformance.results import CaseResult, Mismatch, Outcome
-from conformance.runner import errored, plan_problem, result_for
+from resumekit.conformance import _files, check, faults
+from resumekit.conformance._process import kill_pid, wait_pid_gone
+from resumekit.conformance.adapters import ProcessAdapter, Reply
+from resumekit.conformance.canonical import canonical_json
+from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.runner import errored, plan_problem, result_for
 
 FAULT_MODEL = (
     "process crash (TerminateProcess); not power loss" if os.name == "nt" else "process crash (SIGKILL); not power loss"
@@ -49,7 +49,7 @@ class _Session:
         self.adapter: ProcessAdapter | None = None
 
     def start(self) -> ProcessAdapter:
-        from conformance.adapters import AdapterStartError
+        from resumekit.conformance.adapters import AdapterStartError
 
         self.adapter = self.factory()
         try:

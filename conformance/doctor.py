@@ -6,12 +6,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from conformance import _files
-from conformance._process import pid_alive
-from conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
-from conformance.fixtures import DecisionCase, load_suite
-from conformance.results import Outcome
-from conformance.runner import run_decision
+from resumekit.conformance import _files
+from resumekit.conformance._process import pid_alive
+from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
+from resumekit.conformance.fixtures import DecisionCase, load_suite
+from resumekit.conformance.results import Outcome
+from resumekit.conformance.runner import run_decision
 
 Write = Callable[[str], Any]
 

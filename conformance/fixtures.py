@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance import _yaml, schemas
-from conformance._resources import golden_dir
-from conformance.results import Source
+from resumekit.conformance import _yaml, schemas
+from resumekit.conformance._resources import golden_dir
+from resumekit.conformance.results import Source
 
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from conformance import report
-from conformance._resources import golden_dir
-from conformance.adapters import Adapter, AdapterStartError, ProcessAdapter, open_adapter, process_factory
-from conformance.fixtures import Case, DecisionCase, FixtureError, load_file
-from conformance.results import CaseResult, Outcome
-from conformance.runner import missing_claims, run_decision
+from resumekit.conformance import report
+from resumekit.conformance._resources import golden_dir
+from resumekit.conformance.adapters import Adapter, AdapterStartError, ProcessAdapter, open_adapter, process_factory
+from resumekit.conformance.fixtures import Case, DecisionCase, FixtureError, load_file
+from resumekit.conformance.results import CaseResult, Outcome
+from resumekit.conformance.runner import missing_claims, run_decision
 
 _STATE = pytest.StashKey["_State"]()
 
@@ -62,7 +62,7 @@ class _State:
                 self.start_error = f"resumekit cannot start {self.spec!r}: {error}"
                 return None
             if isinstance(self.adapter, ProcessAdapter):
-                from conformance import crash
+                from resumekit.conformance import crash
 
                 factory = process_factory(self.spec, timeout=self.timeout)
                 self.runners = crash.runners(

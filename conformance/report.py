@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
 
-from conformance import PROTOCOL_VERSION, SPEC_VERSION
-from conformance.fixtures import Case
-from conformance.results import CaseResult, Mismatch, Outcome, Run
+from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
+from resumekit.conformance.fixtures import Case
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run
 
 _MARKS = {
     Outcome.PASSED: ".",

@@ -13,7 +13,7 @@ from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from conformance._resources import schemas_dir
+from resumekit.conformance._resources import schemas_dir
 
 BASE = "https://resumekit.dev/schemas/"
 RUNTIME_EVENT = BASE + "phase0/runtime-event.json"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reference.canonical import canonical_json
-from reference.projection import (
+from resumekit.reference.canonical import canonical_json
+from resumekit.reference.projection import (
     INDETERMINATE_TOOL_RESULT_DIRECTIVE,
     build_resume_plan,
     is_partial_event,

@@ -6,7 +6,7 @@ import signal
 import sys
 from types import FrameType
 
-from reference.adapter import serve
+from resumekit.reference.adapter import serve
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -18,12 +18,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
-from reference.projection import build_resume_plan
-from reference.store import CorruptLedger, LedgerStore
+from resumekit.conformance import __version__
+from resumekit.reference.projection import build_resume_plan
+from resumekit.reference.store import CorruptLedger, LedgerStore
 
 __all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
 
@@ -31,13 +31,6 @@ PROTOCOL_VERSION = 1
 IMPLEMENTATION_NAME = "resumekit-reference"
 CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file")
 PROFILES = ("core", "strict")
-
-
-def _version() -> str:
-    try:
-        return metadata.version("resumekit")
-    except metadata.PackageNotFoundError:  # a source checkout that was never installed
-        return "0+unknown"
 
 
 class RequestError(ValueError):
@@ -118,7 +111,7 @@ class Harness:
             raise RequestError(f"this implementation speaks protocol {PROTOCOL_VERSION}, not {protocol!r}")
         return {
             "protocol": PROTOCOL_VERSION,
-            "implementation": {"name": IMPLEMENTATION_NAME, "version": _version(), "language": "python"},
+            "implementation": {"name": IMPLEMENTATION_NAME, "version": __version__, "language": "python"},
             "capabilities": list(CAPABILITIES),
             "profiles": list(PROFILES),
         }

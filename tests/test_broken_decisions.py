@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.adapters import PythonAdapter, load_python
-from conformance.fixtures import DecisionCase, load_suite
-from conformance.results import Outcome
-from conformance.runner import run
+from resumekit.conformance.adapters import PythonAdapter, load_python
+from resumekit.conformance.fixtures import DecisionCase, load_suite
+from resumekit.conformance.results import Outcome
+from resumekit.conformance.runner import run
 from tests.broken.decisions import BROKEN
 
 

@@ -9,8 +9,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance import schemas
-from conformance.cli import COMMANDS, EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE, _parser, main
+from resumekit.conformance import schemas
+from resumekit.conformance.cli import COMMANDS, EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE, _parser, main
 
 REFERENCE = "python:reference:build_resume_plan"
 BROKEN = "python:tests.broken.decisions:error_counts_as_success"
@@ -111,7 +111,10 @@ def test_list_shows_cases_and_every_clause_with_its_cases() -> None:
 
 def test_the_console_entry_point_and_module_run() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "conformance", "list", "--only", "crash-p1*"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "resumekit.conformance", "list", "--only", "crash-p1*"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "crash-p1 " in done.stdout and "crash-p10" in done.stdout
@@ -131,7 +134,7 @@ def test_a_markdown_summary_is_appended_for_ci(tmp_path: Path) -> None:
 
 
 def test_the_golden_digest_changes_with_any_fixture_byte(golden_copy: Path) -> None:
-    from conformance.fixtures import load_suite
+    from resumekit.conformance.fixtures import load_suite
 
     before = load_suite(golden_copy).digest
     target = golden_copy / "phase0" / "crash-schedule.yaml"

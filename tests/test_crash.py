@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance import schemas
+from resumekit.conformance import schemas
 from tests.support import ROOT, python_command
 
 GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
@@ -23,7 +23,7 @@ GUARD = 600  # seconds: far above any honest run, only there to turn a hang into
 def resumekit(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "conformance", "run", "-q", "--report-json", str(report), *args],
+        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--report-json", str(report), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from conformance.doctor import diagnose
+from resumekit.conformance.doctor import diagnose
 from tests.support import NODE, python_command
 
 

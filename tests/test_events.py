@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from conformance import schemas
-from reference.events import event_problem
+from resumekit.conformance import schemas
+from resumekit.reference.events import event_problem
 from tests.support import minimal_event
 
 BASE: dict[str, Any] = minimal_event(id="e1")

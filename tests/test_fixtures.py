@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import _yaml
-from conformance.fixtures import DecisionCase, FixtureError, load_file, load_suite
+from resumekit.conformance import _yaml
+from resumekit.conformance.fixtures import DecisionCase, FixtureError, load_file, load_suite
 
 GOOD = """
 schema_version: 1
@@ -124,7 +124,7 @@ def test_a_non_mapping_file_is_refused(write_fixture: Write) -> None:
 
 
 def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
-    from conformance.cli import _spec_clauses
+    from resumekit.conformance.cli import _spec_clauses
 
     suite = load_suite()
     decisions = [case for case in suite.cases if case.kind == "decision"]

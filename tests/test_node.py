@@ -22,7 +22,7 @@ def test_the_node_implementation_is_certified_for_what_it_claims(profile: str, t
         [
             sys.executable,
             "-m",
-            "conformance",
+            "resumekit.conformance",
             "run",
             "-q",
             "--adapter",

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance._process import LineProcess, ProcessGone, ReadTimeout, _SelectedLines, _ThreadedLines
-from conformance.adapters import split_command
+from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout, _SelectedLines, _ThreadedLines
+from resumekit.conformance.adapters import split_command
 
 READERS = [_ThreadedLines] + ([_SelectedLines] if os.name != "nt" else [])
 SCRIPT = (

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reference import (
+from resumekit.reference import (
     INDETERMINATE_TOOL_RESULT_DIRECTIVE,
     build_resume_plan,
     canonical_json,
@@ -20,7 +20,7 @@ from reference import (
     is_terminal_event,
     project_tool_operations,
 )
-from reference.projection import STRICT_DIAGNOSTIC_CODES
+from resumekit.reference.projection import STRICT_DIAGNOSTIC_CODES
 
 ENVELOPE: dict[str, Any] = {
     "invocationId": "inv-1",
@@ -465,7 +465,7 @@ def test_canonical_json_rejects_non_json_numbers(value: Any) -> None:
 
 
 def test_sharing_events_gives_the_same_plan_and_leaves_the_input_alone() -> None:
-    from conformance.fixtures import load_suite
+    from resumekit.conformance.fixtures import load_suite
 
     for case in load_suite().select("strict", kinds=["decision"]):
         events = copy.deepcopy(list(case.events))

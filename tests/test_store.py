@@ -22,9 +22,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-import reference.store as store_module
-from reference.adapter import Harness, serve
-from reference.store import CorruptLedger, LedgerStore, ReadResult, TornTail
+import resumekit.reference.store as store_module
+from resumekit.reference.adapter import Harness, serve
+from resumekit.reference.store import CorruptLedger, LedgerStore, ReadResult, TornTail
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "session-1"
@@ -571,7 +571,7 @@ class Child:
         env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self._stderr = stderr_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "reference"],
+            [sys.executable, "-m", "resumekit.reference"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -32,8 +32,8 @@ def test_the_wheel_holds_every_data_file(wheel: Path) -> None:
     for folder in ("schemas", "golden"):
         for path in (ROOT / folder).rglob("*"):
             if path.is_file():
-                assert f"conformance/_data/{path.relative_to(ROOT).as_posix()}" in names
-    assert "conformance/_data/spec/phase0.md" in names
+                assert f"resumekit/conformance/_data/{path.relative_to(ROOT).as_posix()}" in names
+    assert "resumekit/conformance/_data/spec/phase0.md" in names
 
 
 def test_the_installed_wheel_finds_its_data_away_from_the_checkout(wheel: Path, tmp_path: Path) -> None:
@@ -42,8 +42,8 @@ def test_the_installed_wheel_finds_its_data_away_from_the_checkout(wheel: Path, 
     env = {key: value for key, value in os.environ.items() if not key.startswith("RESUMEKIT_")}
     env["PYTHONPATH"] = str(site)
     code = (
-        "import conformance._resources as r, conformance, sys;"
-        "assert conformance.__file__.startswith(sys.argv[1]), conformance.__file__;"
+        "import resumekit.conformance._resources as r, resumekit.conformance as c, sys;"
+        "assert c.__file__.startswith(sys.argv[1]), c.__file__;"
         "print(r.golden_dir()); print(r.schemas_dir()); print(r.spec_dir())"
     )
     done = subprocess.run(
@@ -51,9 +51,9 @@ def test_the_installed_wheel_finds_its_data_away_from_the_checkout(wheel: Path, 
     )
     assert done.returncode == 0, done.stderr
     for line in done.stdout.splitlines():
-        assert Path(line).is_relative_to(site / "conformance" / "_data")
+        assert Path(line).is_relative_to(site / "resumekit" / "conformance" / "_data")
     listing = subprocess.run(
-        [sys.executable, "-m", "conformance", "list", "--clauses"],
+        [sys.executable, "-m", "resumekit.conformance", "list", "--clauses"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reference.adapter import Harness, serve
+from resumekit.reference.adapter import Harness, serve
 
 # The case each disruptive mode picks on; every other case is answered properly.
 VICTIM = "prefix-after-function-response"

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from reference import build_resume_plan
+from resumekit.reference import build_resume_plan
 
 Plan = dict[str, Any]
 _counter = itertools.count()

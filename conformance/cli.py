@@ -14,7 +14,7 @@ from typing import IO, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from resumekit.conformance import __version__, crash, doctor, report, schemas
+from resumekit.conformance import __version__, doctor, report, schemas
 from resumekit.conformance._resources import golden_dir, spec_dir
 from resumekit.conformance.adapters import (
     DEFAULT_TIMEOUT,
@@ -24,6 +24,7 @@ from resumekit.conformance.adapters import (
     process_factory,
 )
 from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
+from resumekit.conformance.phase0 import crash
 from resumekit.conformance.results import Source
 from resumekit.conformance.runner import run as run_cases
 

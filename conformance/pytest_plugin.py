@@ -62,7 +62,7 @@ class _State:
                 self.start_error = f"resumekit cannot start {self.spec!r}: {error}"
                 return None
             if isinstance(self.adapter, ProcessAdapter):
-                from resumekit.conformance import crash
+                from resumekit.conformance.phase0 import crash
 
                 factory = process_factory(self.spec, timeout=self.timeout)
                 self.runners = crash.runners(

@@ -9,10 +9,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from resumekit.conformance import __version__, check, schemas
+from resumekit.conformance import __version__, schemas
 from resumekit.conformance.adapters import Adapter, Reply
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, DecisionCase
+from resumekit.conformance.phase0 import check
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run
 
 # What each kind of case needs the implementation to claim.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from resumekit.reference.canonical import canonical_json
-from resumekit.reference.projection import (
+from resumekit.reference.phase0.projection import (
     INDETERMINATE_TOOL_RESULT_DIRECTIVE,
     build_resume_plan,
     is_partial_event,

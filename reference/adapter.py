@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from resumekit.conformance import __version__
-from resumekit.reference.projection import build_resume_plan
-from resumekit.reference.store import CorruptLedger, LedgerStore
+from resumekit.reference.phase0.projection import build_resume_plan
+from resumekit.reference.phase0.store import CorruptLedger, LedgerStore
 
 __all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
 

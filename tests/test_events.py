@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from resumekit.conformance import schemas
-from resumekit.reference.events import event_problem
+from resumekit.reference.phase0.events import event_problem
 from tests.support import minimal_event
 
 BASE: dict[str, Any] = minimal_event(id="e1")

@@ -14,7 +14,7 @@ import pytest
 
 from resumekit.conformance import _files
 from resumekit.conformance._process import kill_pid, pid_alive, wait_pid_gone
-from resumekit.reference import store
+from resumekit.reference.phase0 import store
 from tests.support import minimal_event
 
 SLEEPER = [sys.executable, "-c", "import time, sys; print('up', flush=True); time.sleep(600)"]

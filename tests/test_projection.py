@@ -20,7 +20,7 @@ from resumekit.reference import (
     is_terminal_event,
     project_tool_operations,
 )
-from resumekit.reference.projection import STRICT_DIAGNOSTIC_CODES
+from resumekit.reference.phase0.projection import STRICT_DIAGNOSTIC_CODES
 
 ENVELOPE: dict[str, Any] = {
     "invocationId": "inv-1",

@@ -22,9 +22,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-import resumekit.reference.store as store_module
+import resumekit.reference.phase0.store as store_module
 from resumekit.reference.adapter import Harness, serve
-from resumekit.reference.store import CorruptLedger, LedgerStore, ReadResult, TornTail
+from resumekit.reference.phase0.store import CorruptLedger, LedgerStore, ReadResult, TornTail
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "session-1"

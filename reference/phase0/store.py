@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from resumekit.reference.events import event_problem
+from resumekit.reference.phase0.events import event_problem
 
 __all__ = ["LEDGER_FILE_NAME", "CorruptLedger", "LedgerStore", "ReadResult", "TornTail", "validate_id"]
 

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import _files, check, faults
+from resumekit.conformance import _files
 from resumekit.conformance._process import kill_pid, wait_pid_gone
 from resumekit.conformance.adapters import ProcessAdapter, Reply
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
+from resumekit.conformance.phase0 import check, faults
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, plan_problem, result_for
 

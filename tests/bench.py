@@ -21,10 +21,8 @@ from resumekit.conformance._process import LineProcess
 from resumekit.conformance.adapters import PythonAdapter, process_factory
 from resumekit.conformance.phase0 import crash
 from resumekit.reference import build_resume_plan
+from resumekit.reference.durable import sync_fd as sync  # the floor uses the store's own primitive
 from resumekit.reference.phase0.store import LedgerStore, encode_row
-from resumekit.reference.phase0.store import (
-    _sync_fd as sync,  # the floor uses the store's own primitive (F_FULLFSYNC on macOS)
-)
 from tests.support import minimal_event
 
 

@@ -78,13 +78,13 @@ def test_macos_uses_the_full_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 @pytest.mark.skipif(os.name == "nt", reason="POSIX only: directories can be synced")
 def test_posix_syncs_the_directories_a_new_ledger_creates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[str] = []
-    real = store._sync_directory
+    real = store.sync_directory
 
     def spy(path: Path) -> None:
         synced.append(Path(path).relative_to(tmp_path).as_posix() or ".")
         real(path)
 
-    monkeypatch.setattr(store, "_sync_directory", spy)
+    monkeypatch.setattr(store, "sync_directory", spy)
     with store.LedgerStore(tmp_path, "s", "r") as ledger:
         event = minimal_event()
         ledger.append(event)
@@ -99,7 +99,7 @@ def test_windows_skips_the_directory_sync(tmp_path: Path, monkeypatch: pytest.Mo
     opened: list[object] = []
     real_open = os.open
     monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
-    store._sync_directory(tmp_path)
+    store.sync_directory(tmp_path)
     assert opened == []
 
 

@@ -163,14 +163,14 @@ def test_a_store_reopened_after_close_continues_counting(store: LedgerStore) -> 
 
 def test_each_append_is_synced_after_its_bytes_are_written(store: LedgerStore, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bytes] = []
-    real_sync = store_module._sync_fd
+    real_sync = store_module.sync_fd
 
     def recording_sync(fd: int) -> None:
         seen.append(store.ledger_path.read_bytes())
         real_sync(fd)
 
-    monkeypatch.setattr(store_module, "_sync_fd", recording_sync)
-    monkeypatch.setattr(store_module, "_sync_directory", lambda path: None)  # covered below
+    monkeypatch.setattr(store_module, "sync_fd", recording_sync)
+    monkeypatch.setattr(store_module, "sync_directory", lambda path: None)  # covered below
     store.append(EVENTS[0])
     assert seen == [row(EVENTS[0])]
     store.append(EVENTS[1])
@@ -181,7 +181,7 @@ def test_creating_the_ledger_syncs_every_directory_that_gained_an_entry(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[Path] = []
-    monkeypatch.setattr(store_module, "_sync_directory", synced.append)
+    monkeypatch.setattr(store_module, "sync_directory", synced.append)
     run_dir = ledger(workspace).parent
     with LedgerStore(workspace, SESSION, RUN) as first:
         first.append(EVENTS[0])

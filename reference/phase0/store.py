@@ -28,13 +28,13 @@ import json
 import math
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
+from resumekit.reference.durable import sync_directory, sync_fd
 from resumekit.reference.phase0.events import event_problem
 
 __all__ = ["LEDGER_FILE_NAME", "CorruptLedger", "LedgerStore", "ReadResult", "TornTail", "validate_id"]
@@ -198,38 +198,6 @@ def parse_ledger(path: Path, data: bytes) -> ReadResult:
 # --------------------------------------------------------------------------------------------
 
 
-def _sync_fd(fd: int) -> None:
-    """Push a file's data and metadata to stable storage (STORE-2)."""
-    if sys.platform == "darwin":
-        import fcntl
-
-        full_fsync = getattr(fcntl, "F_FULLFSYNC", None)
-        if full_fsync is not None:
-            # Plain fsync on macOS leaves the data in the drive's write cache; F_FULLFSYNC flushes it.
-            # File systems that do not offer it (some network and FUSE mounts) fail, and then fsync
-            # is the best there is.
-            try:
-                fcntl.fcntl(fd, full_fsync)
-                return
-            except OSError:
-                pass
-    os.fsync(fd)
-
-
-def _sync_directory(path: Path) -> None:
-    """Make a directory's entries durable, where the system allows it."""
-    if os.name == "nt":
-        # Windows cannot open a directory for syncing (os.open on a directory fails with
-        # PermissionError; it needs FILE_FLAG_BACKUP_SEMANTICS), and NTFS journals directory
-        # metadata itself. STORE-2 exempts Windows.
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        _sync_fd(fd)
-    finally:
-        os.close(fd)
-
-
 def _scan(path: Path) -> tuple[int, int, int]:
     """(committed end, committed rows, file size) of the ledger file at *path*."""
     committed_end = rows = size = 0
@@ -307,15 +275,15 @@ class LedgerStore:
             if self._size > self._committed_end:  # STORE-7: cut the torn tail back, durably
                 handle.truncate(self._committed_end)
                 handle.seek(0, os.SEEK_END)
-                _sync_fd(fd)
+                sync_fd(fd)
                 self._size = self._committed_end
             handle.write(row)
             handle.flush()
-            _sync_fd(fd)
+            sync_fd(fd)
             # The directories that gained an entry when this store created the file (STORE-2);
             # deepest first, the run directory holding the new file among them.
             for directory in new_directories:
-                _sync_directory(directory)
+                sync_directory(directory)
         except BaseException as error:
             self._failure = f"{type(error).__name__}: {error}"
             self._close_handle()

@@ -1,0 +1,138 @@
+"""A real bare git origin per scenario, whose own hook decides whether a governed commit lands.
+
+The kit makes the origin, seeds it with a base commit, tells its hook which ref may move from which
+commit, and afterwards reads what happened from git itself (refs, commits) and from the hook's log of
+every push attempt. Nothing here trusts what a worker says about its pushes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_HOOK = Path(__file__).with_name("_pre_receive.py")
+_POLICY = "resumekit-policy.json"
+_PUSHES = "resumekit-pushes.jsonl"
+_GIT_TIMEOUT = 60.0
+
+# Fixed identities and dates make every commit the kit writes reproducible, byte for byte, on every OS.
+_KIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "resumekit",
+    "GIT_AUTHOR_EMAIL": "kit@resumekit.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_NAME": "resumekit",
+    "GIT_COMMITTER_EMAIL": "kit@resumekit.invalid",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
+}
+
+
+class GitError(Exception):
+    """git is missing or a git command the kit needed failed."""
+
+
+def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> str:
+    """Run one git command and return its stdout; a failure names the command and git's own words."""
+    exe = shutil.which("git")
+    if exe is None:
+        raise GitError("git is not on PATH; the P1 scenarios need a real git")
+    full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    full_env.setdefault("GIT_CONFIG_GLOBAL", os.devnull)
+    try:
+        done = subprocess.run(
+            [exe, *args], cwd=cwd, env=full_env, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {' '.join(args)} took longer than {_GIT_TIMEOUT:.0f} s") from None
+    if done.returncode != 0:
+        words = done.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise GitError(f"git {' '.join(args)} failed with exit {done.returncode}: {words}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """A scenario's bare repository and the commit its target branch started at."""
+
+    path: Path
+    branch: str
+    base_oid: str
+
+    @property
+    def url(self) -> str:
+        """A file URL a worker can clone from and push to."""
+        return self.path.resolve().as_uri()
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    def head(self, branch: str | None = None) -> str | None:
+        """Where a branch points now, or None when it does not exist."""
+        ref = f"refs/heads/{branch or self.branch}"
+        try:
+            return git(["rev-parse", "--verify", "--quiet", ref], cwd=self.path).strip() or None
+        except GitError:
+            return None
+
+    def commits_since(self, oid: str, branch: str | None = None) -> list[str]:
+        """The commits on a branch that are not reachable from *oid*, oldest first."""
+        ref = f"refs/heads/{branch or self.branch}"
+        out = git(["rev-list", "--reverse", f"{oid}..{ref}"], cwd=self.path)
+        return out.split()
+
+    def govern(self, expected: Mapping[str, str]) -> None:
+        """Tell the hook which refs may move, each only from the given commit."""
+        policy = {(ref if ref.startswith("refs/") else f"refs/heads/{ref}"): oid for ref, oid in expected.items()}
+        (self.path / _POLICY).write_text(json.dumps(policy, sort_keys=True), encoding="utf-8")
+
+    def pushes(self) -> list[dict[str, Any]]:
+        """Every push attempt the hook saw, accepted or refused, in order."""
+        log = self.path / _PUSHES
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def commit_message(self, oid: str) -> str:
+        return git(["log", "-1", "--format=%B", oid], cwd=self.path)
+
+
+def _hook_script(python: str) -> str:
+    # git runs hooks through a POSIX shell on every OS (Git for Windows brings its own sh), which takes
+    # forward slashes in a Windows path.
+    exe = python.replace("\\", "/")
+    return f'#!/bin/sh\nexec "{exe}" "$GIT_DIR/hooks/resumekit_pre_receive.py"\n'
+
+
+def create_origin(root: Path, files: Mapping[str, str], *, branch: str = "main", message: str = "base") -> Origin:
+    """A bare repository under *root* with one base commit holding *files* on *branch*, its hook installed."""
+    bare = root / "origin.git"
+    seed = root / "origin-seed"
+    bare.mkdir(parents=True)
+    seed.mkdir(parents=True)
+    git(["init", "--quiet", "--bare", f"--initial-branch={branch}", str(bare)], cwd=root)
+    git(["init", "--quiet", f"--initial-branch={branch}", str(seed)], cwd=root)
+    for name, text in files.items():
+        target = seed / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+    git(["add", "--all"], cwd=seed)
+    git(["commit", "--quiet", "--no-gpg-sign", "-m", message], cwd=seed, env=_KIT_IDENTITY)
+    git(["push", "--quiet", str(bare), f"HEAD:refs/heads/{branch}"], cwd=seed)
+    base = git(["rev-parse", "HEAD"], cwd=seed).strip()
+    shutil.rmtree(seed, ignore_errors=True)
+    hooks = bare / "hooks"
+    hooks.mkdir(exist_ok=True)
+    shutil.copyfile(_HOOK, hooks / "resumekit_pre_receive.py")
+    hook = hooks / "pre-receive"
+    hook.write_text(_hook_script(sys.executable), encoding="utf-8", newline="\n")
+    hook.chmod(0o755)
+    origin = Origin(path=bare, branch=branch, base_oid=base)
+    origin.govern({})
+    return origin

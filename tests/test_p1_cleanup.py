@@ -1,0 +1,87 @@
+"""The reference's startup cleanup removes stale workspaces and nothing outside the root."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from resumekit.reference.p1.cleanup import CleanupRefused, remove_stale_workspaces, remove_tree
+
+
+def _digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def decoy(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "keep.txt").write_text("precious\n", encoding="utf-8")
+    (outside / "deep" / "also.txt").write_text("precious too\n", encoding="utf-8")
+    return outside
+
+
+def _link_or_skip(target: Path, link: Path) -> None:
+    try:
+        os.symlink(target, link, target_is_directory=target.is_dir())
+    except (OSError, NotImplementedError) as error:  # Windows without the symlink privilege
+        pytest.skip(f"cannot create a symlink here: {error}")
+
+
+def test_stale_workspaces_go_and_everything_else_stays(tmp_path: Path, decoy: Path) -> None:
+    root = tmp_path / "workspaces"
+    (root / "task-a" / "src").mkdir(parents=True)
+    (root / "task-a" / "src" / "f.txt").write_text("x", encoding="utf-8")
+    (root / "task-b").mkdir()
+    (root / "other").mkdir()
+    (root / "task-file").write_text("not a workspace", encoding="utf-8")
+    before = _digest(decoy)
+    removed = list(remove_stale_workspaces(root))
+    assert removed == ["task-a", "task-b"]
+    assert sorted(p.name for p in root.iterdir()) == ["other", "task-file"]
+    assert _digest(decoy) == before
+
+
+def test_a_kept_workspace_is_left_alone(tmp_path: Path) -> None:
+    root = tmp_path / "workspaces"
+    (root / "task-live").mkdir(parents=True)
+    (root / "task-dead").mkdir()
+    assert list(remove_stale_workspaces(root, keep=lambda name: name == "task-live")) == ["task-dead"]
+    assert (root / "task-live").is_dir()
+
+
+def test_a_task_link_pointing_outside_is_removed_as_a_link(tmp_path: Path, decoy: Path) -> None:
+    root = tmp_path / "workspaces"
+    root.mkdir()
+    _link_or_skip(decoy, root / "task-evil")
+    before = _digest(decoy)
+    assert list(remove_stale_workspaces(root)) == ["task-evil"]
+    assert not os.path.lexists(root / "task-evil")
+    assert _digest(decoy) == before
+
+
+def test_a_link_inside_a_workspace_is_never_followed(tmp_path: Path, decoy: Path) -> None:
+    root = tmp_path / "workspaces"
+    (root / "task-x").mkdir(parents=True)
+    _link_or_skip(decoy, root / "task-x" / "escape")
+    before = _digest(decoy)
+    assert list(remove_stale_workspaces(root)) == ["task-x"]
+    assert _digest(decoy) == before
+
+
+def test_a_sibling_sharing_the_roots_prefix_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "tasks"
+    sibling = tmp_path / "tasks-evil" / "task-1"
+    sibling.mkdir(parents=True)
+    root.mkdir()
+    with pytest.raises(CleanupRefused):
+        remove_tree(root, sibling)
+    assert sibling.is_dir()

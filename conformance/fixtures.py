@@ -21,10 +21,12 @@ FILE_SCHEMAS = {
     "phase0/failpoints": schemas.FAILPOINTS_FILE,
     "phase0/ledger-faults": schemas.LEDGER_FAULTS_FILE,
     "phase0/crash-schedule": schemas.CRASH_SCHEDULE_FILE,
+    "p1/scenarios": schemas.P1_SCENARIOS_FILE,
+    "p1/failpoints": schemas.P1_FAILPOINTS_FILE,
 }
 
 Event = dict[str, Any]
-KIND_ORDER = ("decision", "crash", "ledger-fault", "schedule")
+KIND_ORDER = ("decision", "crash", "ledger-fault", "schedule", "p1")
 
 
 class FixtureError(Exception):
@@ -112,6 +114,22 @@ class ScheduleCase(Case):
     template: Mapping[str, Any]
 
     kind = "schedule"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioCase(Case):
+    """A P1 scenario: origins, tasks, scripted faults, the kit's steps, and what each task converges to."""
+
+    gates: tuple[str, ...]
+    repositories: Mapping[str, Any]
+    tasks: Mapping[str, Mapping[str, Any]]
+    issue: tuple[str, ...]
+    faults: tuple[Mapping[str, Any], ...]
+    steps: tuple[Mapping[str, Any], ...]
+    expect: Mapping[str, Mapping[str, Any]]
+    ttl_ms: int = 30_000
+
+    kind = "p1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,11 +402,97 @@ def _crash_schedule(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         )
 
 
+def _check_task_names(file: _File, data: Mapping[str, Any], case_id: str, named: Sequence[tuple[str, str]]) -> None:
+    for pointer, name in named:
+        if name not in data["tasks"]:
+            raise file.error(f"names task {name!r}, which the file's tasks do not define", pointer, case_id)
+        if pointer.endswith("/tasks") or "/issue/" in pointer:
+            repository = data["tasks"][name]["repository"]
+            if repository not in data["repositories"]:
+                raise file.error(f"task {name!r} names repository {repository!r}, which is not defined", pointer, case_id)
+
+
+def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    for index, raw in enumerate(data["scenarios"]):
+        at = f"/scenarios/{index}"
+        named = [(f"{at}/issue/{i}", name) for i, name in enumerate(raw["issue"])]
+        named += [(f"{at}/expect", name) for name in raw["expect"]]
+        for i, step in enumerate(raw["steps"]):
+            for key in ("issue",):
+                if key in step:
+                    named.append((f"{at}/steps/{i}/{key}", step[key]))
+            for key in ("reissue", "state", "damage_cache"):
+                if key in step:
+                    named.append((f"{at}/steps/{i}/{key}/task", step[key]["task"]))
+        _check_task_names(file, data, raw["id"], named)
+        yield ScenarioCase(
+            id=raw["id"],
+            description=raw["description"],
+            clauses=tuple(raw["clauses"]),
+            profile=raw["profile"],
+            source=file.source(at),
+            gates=tuple(raw["gates"]),
+            repositories=data["repositories"],
+            tasks=data["tasks"],
+            issue=tuple(raw["issue"]),
+            faults=tuple(raw.get("faults", ())),
+            steps=tuple(raw["steps"]),
+            expect=raw["expect"],
+            ttl_ms=raw.get("ttl_ms", 30_000),
+        )
+
+
+# The gates every derived crash scenario exercises (docs/spec/p1.md, GATE-2, GATE-4, GATE-5).
+_CRASH_GATES = ("RESUME_FROM_CHECKPOINT", "CRASH_RECOVERY_CONVERGENCE", "WORKER_RESTART_RESUME")
+
+
+def _p1_failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    """The catalog yields one crash scenario per failpoint and task that reaches it (FPT-4)."""
+    for group in ("worker", "kit"):
+        for index, point in enumerate(data[group]):
+            at = f"/{group}/{index}"
+            _check_task_names(file, data, point["name"], [(f"{at}/tasks", name) for name in point["tasks"]])
+            for name in point["tasks"]:
+                steps: list[dict[str, Any]] = []
+                if point.get("plant_stale_workspace"):
+                    steps.append({"plant": {"name": "task-stale-0"}})
+                if group == "worker":
+                    faults: tuple[Mapping[str, Any], ...] = ()
+                    steps += [{"start": {"failpoint": {"name": point["name"], "hit": 1}}}, {"wait": "blocked"}]
+                    steps.append({"kill": {}})
+                else:
+                    faults = ({"kill_point": point["name"]},)
+                    steps += [{"start": {}}, {"wait": "killed"}]
+                if point.get("expire_lease"):
+                    steps.append({"clock": 30_001})
+                steps += [{"start": {}}, {"wait": "idle"}]
+                task = data["tasks"][name]
+                outcome: dict[str, Any] = {"final": "result_submitted", "state": "VERIFYING", "stored": True}
+                if task["kind"] == "commit":
+                    outcome["pushes"] = 1
+                yield ScenarioCase(
+                    id=f"p1-crash-{name}-{point['name'].replace('_', '-')}",
+                    description=f"Kill the worker at {point['name']} ({point['site']}) during the {name} task.",
+                    clauses=tuple(point["clauses"]),
+                    profile="core",
+                    source=file.source(at),
+                    gates=_CRASH_GATES,
+                    repositories=data["repositories"],
+                    tasks=data["tasks"],
+                    issue=(name,),
+                    faults=faults,
+                    steps=tuple(steps),
+                    expect={name: outcome},
+                )
+
+
 _READERS = {
     "phase0/decisions": _decisions,
     "phase0/failpoints": _failpoints,
     "phase0/ledger-faults": _ledger_faults,
     "phase0/crash-schedule": _crash_schedule,
+    "p1/scenarios": _p1_scenarios,
+    "p1/failpoints": _p1_failpoints,
 }
 
 

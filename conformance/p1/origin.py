@@ -38,7 +38,14 @@ class GitError(Exception):
 
 
 def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> str:
-    """Run one git command and return its stdout; a failure names the command and git's own words."""
+    """Run one git command and return its stdout as text; a failure names the command and git's words."""
+    return git_bytes(args, cwd=cwd, env=env, stdin=stdin).decode("utf-8", "replace")
+
+
+def git_bytes(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+) -> bytes:
+    """Run one git command and return its stdout unchanged."""
     exe = shutil.which("git")
     if exe is None:
         raise GitError("git is not on PATH; the P1 scenarios need a real git")
@@ -53,7 +60,7 @@ def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
     if done.returncode != 0:
         words = done.stderr.decode("utf-8", "replace").strip()[-2000:]
         raise GitError(f"git {' '.join(args)} failed with exit {done.returncode}: {words}")
-    return done.stdout.decode("utf-8", "replace")
+    return done.stdout
 
 
 @dataclass(frozen=True, slots=True)

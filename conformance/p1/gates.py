@@ -1,0 +1,124 @@
+"""The nine P1 gates (docs/spec/p1.md, section 17) and the table every report carries.
+
+A gate passes for a worker when at least one of its scenarios ran in the profile and every one of them
+passed. A gate none of whose scenarios ran is *not run*, never passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from resumekit.conformance.results import CaseResult, Outcome
+
+
+def _span(prefix: str, first: int, last: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}-{n}" for n in range(first, last + 1))
+
+
+# gate -> (core clauses, strict clauses, what part of its evidence is attested)
+GATES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+    "CHECKPOINT_DURABLE_WRITE": (
+        (*_span("JNL", 1, 7), *_span("CACHE", 1, 3), "SUB-1", "COMMIT-2", "EVID-3", "ADP-3"),
+        ("JNL-8", "COMMIT-5"),
+        "synchronous and journal mode",
+    ),
+    "RESUME_FROM_CHECKPOINT": (
+        (*_span("PHASE", 1, 5), "RESUME-2", "RESUME-3", "CACHE-4", "WRK-4", *_span("TASK", 2, 4), "FPT-1", "FPT-2"),
+        (),
+        "failpoint site names",
+    ),
+    "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT": (
+        (*_span("COMMIT", 1, 3), "KEY-1", "KEY-2", "SUB-2", "SUB-4", "RESUME-4", "TASK-4"),
+        (),
+        "",
+    ),
+    "CRASH_RECOVERY_CONVERGENCE": (
+        ("FPT-3", "FPT-4", "RESUME-1", "RESUME-2", "COMMIT-4", "PHASE-4", "SUB-7", "LEASE-5", "OUT-2"),
+        (),
+        "failpoint site names",
+    ),
+    "WORKER_RESTART_RESUME": (
+        ("WRK-1", "RESUME-1", "RESUME-5", "LEASE-1", "KEY-2", "CACHE-4", "JNL-5", "ADP-2"),
+        ("RESUME-6", "WRK-5"),
+        "synchronous of the new process",
+    ),
+    "CHECKPOINT_SCOPE_ISOLATION": (
+        (*_span("SCOPE", 1, 4), "PHASE-2", "PHASE-3", "KEY-1", "KEY-2", "TASK-1"),
+        (*_span("SCOPE", 5, 7), "LEASE-6"),
+        "",
+    ),
+    "RESULT_SUBMISSION_REPLAY_SAFE": (
+        ("KEY-1", "KEY-2", *_span("SUB", 1, 7), "OUT-1"),
+        (),
+        "",
+    ),
+    "WORKSPACE_CLEANUP_RECOVERY": (
+        (*_span("CLEAN", 1, 5), "WRK-4", "RESUME-1", "RESUME-3"),
+        (),
+        "",
+    ),
+    "LEASE_RENEWAL_RECOVERY": (
+        (*_span("LEASE", 1, 5), "COMMIT-4", "SUB-6", "SUB-7"),
+        ("LEASE-6", "COMMIT-6"),
+        "",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GateRow:
+    """One line of the gate table."""
+
+    gate: str
+    scenarios: int
+    passed: int
+    failed: tuple[str, ...]
+    not_run: int
+    clauses: tuple[str, ...]
+    attested: str
+
+    @property
+    def verdict(self) -> str:
+        if self.scenarios == 0 or self.passed + len(self.failed) == 0:
+            return "not run"
+        return "passed" if not self.failed else "failed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gate": self.gate,
+            "verdict": self.verdict,
+            "scenarios": self.scenarios,
+            "passed": self.passed,
+            "failed": list(self.failed),
+            "notRun": self.not_run,
+            "clauses": list(self.clauses),
+            "attested": self.attested,
+        }
+
+
+def gate_table(
+    gates_of: Mapping[str, Sequence[str]], results: Iterable[CaseResult], *, profile: str
+) -> tuple[GateRow, ...]:
+    """The table of every gate over the P1 results of a run; *gates_of* maps a case id to its gates."""
+    by_gate: dict[str, list[CaseResult]] = {gate: [] for gate in GATES}
+    for result in results:
+        for gate in gates_of.get(result.case_id, ()):
+            by_gate.setdefault(gate, []).append(result)
+    rows = []
+    for gate, (core, strict, attested) in GATES.items():
+        mine = by_gate[gate]
+        ran = [r for r in mine if r.outcome not in (Outcome.NOT_CLAIMED, Outcome.SKIPPED)]
+        rows.append(
+            GateRow(
+                gate=gate,
+                scenarios=len(mine),
+                passed=sum(1 for r in ran if r.ok),
+                failed=tuple(r.case_id for r in ran if not r.ok),
+                not_run=len(mine) - len(ran),
+                clauses=core + (strict if profile == "strict" else ()),
+                attested=attested,
+            )
+        )
+    return tuple(rows)

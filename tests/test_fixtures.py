@@ -150,7 +150,7 @@ def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
                 "rejectionReasons: [ledger_integrity_violation]\n      operations",
             ),
             "rejectionReasons",
-            "core case",
+            "core expectation",
         ),
     ],
 )

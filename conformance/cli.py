@@ -154,22 +154,40 @@ def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]
     if root is None:
         root = golden_dir()
     files = arguments.files or fixture_files(root)
+    known = set(_spec_clauses())
     total = 0
     seen: dict[str, Source] = {}
+    cited: set[str] = set()
     for path in files:
-        try:
-            cases = load_file(path, root)
-        except FixtureError as error:
+        found: list[FixtureError] = []
+        cases = load_file(path, root, found)
+        for problem in found:
             problems += 1
-            stderr.write(f"{error}\n")
-            continue
+            stderr.write(f"{problem}\n")
         for case in cases:
             if case.id in seen:
                 problems += 1
                 stderr.write(f"{case.source}: case {case.id!r}: duplicate case id (first at {seen[case.id]})\n")
             seen[case.id] = case.source
+            cited.update(case.clauses)
+            for clause in case.clauses:
+                if known and clause not in known:
+                    problems += 1
+                    stderr.write(
+                        f"{case.source}: case {case.id!r}: cites clause {clause!r}, which docs/spec/phase0.md "
+                        "does not define\n"
+                    )
         total += len(cases)
-    stdout.write(f"{len(files)} fixture file(s), {total} case(s), {problems} problem(s)\n")
+    if not known:
+        stderr.write("resumekit: warning: the spec is not at hand, so clause ids were not checked\n")
+    uncited = [clause for clause in sorted(known) if clause not in cited]
+    for clause in uncited:
+        stderr.write(f"resumekit: warning: no case cites clause {clause}\n")
+    stdout.write(
+        f"{len(files)} fixture file(s), {total} case(s), {problems} problem(s)"
+        + (f", {len(uncited)} uncited clause(s)" if uncited else "")
+        + "\n"
+    )
     return EXIT_CERTIFIED if problems == 0 else EXIT_NOT_CERTIFIED
 
 

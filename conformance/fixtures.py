@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from resumekit.conformance import _yaml, schemas
 from resumekit.conformance._resources import golden_dir
+from resumekit.conformance.canonical import same_json
+from resumekit.conformance.phase0.check import expected_operations
 from resumekit.conformance.results import Source
 
 SUPPORTED_SCHEMA_VERSIONS = (1,)
@@ -77,10 +80,21 @@ class DecisionCase(Case):
 
     events: tuple[Event, ...]
     expect: Mapping[str, Any]
+    expect_strict: Mapping[str, Any] | None = None
     expected_high_water: int | None = None
     line_of: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     kind = "decision"
+
+    def expectation_profile(self, profile: str) -> str:
+        """Whose expectation a run in *profile* compares against: ``"strict"`` only where the case has one."""
+        return "strict" if profile == "strict" and self.expect_strict is not None else self.profile
+
+    def expectation_for(self, profile: str) -> Mapping[str, Any]:
+        """The plan a run in *profile* must produce: ``expect_strict`` under strict where given, else ``expect``."""
+        if self.expectation_profile(profile) == "strict" and self.expect_strict is not None:
+            return self.expect_strict
+        return self.expect
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +109,14 @@ class CrashCase(Case):
 
     kind = "crash"
 
+    def expectation_profile(self, profile: str) -> str:
+        """The failpoint prefixes have one expectation for both profiles."""
+        return self.profile
+
+    def expectation_for(self, profile: str) -> Mapping[str, Any]:
+        """The plan a run in *profile* must produce after the crash (the same in both profiles)."""
+        return self.expect
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LedgerFaultCase(Case):
@@ -105,6 +127,14 @@ class LedgerFaultCase(Case):
     expect: Mapping[str, Any]
 
     kind = "ledger-fault"
+
+    def expectation_profile(self, profile: str) -> str:
+        """Ledger-fault cases have one expectation for both profiles (so far)."""
+        return self.profile
+
+    def expectation_for(self, profile: str) -> Mapping[str, Any]:
+        """What a read in *profile* must report (the same in both profiles, so far)."""
+        return self.expect
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +195,15 @@ class Suite:
         return cited
 
 
+def _related(one: str, two: str) -> bool:
+    """Whether one JSON pointer is the other or encloses it."""
+    return one == two or one.startswith(two + "/") or two.startswith(one + "/")
+
+
+class _Abandon(Exception):
+    """The rest of a file cannot be read; its problems are recorded already."""
+
+
 def _merge(envelopes: Sequence[Mapping[str, Any] | None], template: Mapping[str, Any]) -> Event:
     event: Event = {}
     for envelope in envelopes:
@@ -173,11 +212,21 @@ def _merge(envelopes: Sequence[Mapping[str, Any] | None], template: Mapping[str,
     return event
 
 
-class _File:
-    """One fixture file being read: its document and how to point into it."""
+_T = TypeVar("_T")
 
-    def __init__(self, path: Path, root: Path) -> None:
+
+class _File:
+    """One fixture file being read: its document and how to point into it.
+
+    With a *problems* list the file is read to the end: each case that breaks a rule is recorded there
+    and left out, and the other cases still load (``resumekit validate`` names every problem at once).
+    Without one, the first problem raises.
+    """
+
+    def __init__(self, path: Path, root: Path, problems: list[FixtureError] | None = None) -> None:
         self.path = path
+        self.problems = problems
+        self.bad_cases: set[int] = set()
         try:
             self.name = path.relative_to(root).as_posix()
         except ValueError:
@@ -221,10 +270,47 @@ class _File:
         kind = data.get("kind")
         if kind not in FILE_SCHEMAS:
             raise self.error(f"kind {kind!r} is not one of {sorted(FILE_SCHEMAS)}", "/kind")
-        violation = schemas.first_violation(FILE_SCHEMAS[kind], data)
-        if violation is not None:
-            raise self.error(violation.message, violation.pointer, self.case_id_at(violation.pointer))
+        if self.problems is None:
+            violation = schemas.first_violation(FILE_SCHEMAS[kind], data)
+            if violation is not None:
+                raise self.error(violation.message, violation.pointer, self.case_id_at(violation.pointer))
+            return data
+        found: list[FixtureError] = []
+        for violation in schemas.violations(FILE_SCHEMAS[kind], data):
+            # One problem, one report: an enclosing oneOf repeats the error best_match already gave.
+            if any(_related(violation.pointer, error.pointer or "") for error in found):
+                continue
+            found.append(self.error(violation.message, violation.pointer, self.case_id_at(violation.pointer)))
+        self.problems.extend(found)
+        for error in found:
+            parts = (error.pointer or "").split("/")
+            if len(parts) >= 3 and parts[1] == "cases" and parts[2].isdigit():
+                self.bad_cases.add(int(parts[2]))
+            else:  # outside any case: nothing in the file can be trusted
+                raise _Abandon
         return data
+
+    def good_cases(self, data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The file's cases with their indexes, less those that broke the schema."""
+        for index, raw in enumerate(data["cases"]):
+            if index not in self.bad_cases:
+                yield index, raw
+
+    def report(self, error: FixtureError) -> None:
+        """Raise *error*, or record it if problems are being collected."""
+        if self.problems is None:
+            raise error
+        self.problems.append(error)
+
+    def attempt(self, build: Callable[[], _T]) -> _T | None:
+        """*build*'s value; when it raises FixtureError, None if problems are being collected."""
+        try:
+            return build()
+        except FixtureError as error:
+            if self.problems is None:
+                raise
+            self.problems.append(error)
+            return None
 
     def events(
         self, envelopes: Sequence[Mapping[str, Any] | None], templates: list[Any], at: str, case_id: str | None
@@ -271,7 +357,11 @@ STRICT_CODES = frozenset(
 def _check_consistency(
     file: _File, case_id: str, profile: str, events: Sequence[Event], expect: Mapping[str, Any], at: str
 ) -> None:
-    """An expectation must agree with the clauses that tie plan fields together, or it cannot be met."""
+    """An expectation must agree with the clauses that tie plan fields together, or it cannot be met.
+
+    *profile* is the profile whose expectation *expect* is: a core expectation may not hold what only
+    the strict clauses produce (spec 0.1).
+    """
     indeterminate = any(op["status"] == "indeterminate" for op in expect["operations"])
     safe = not expect["rejectionReasons"] and not expect["requiresVerification"]
     strict_codes = sorted({d["code"] for d in expect["diagnostics"]} & STRICT_CODES)
@@ -294,12 +384,12 @@ def _check_consistency(
         (
             profile == "strict" or not strict_codes,
             "diagnostics",
-            f"a core case cannot expect the strict codes {strict_codes} (spec 0.1)",
+            f"a core expectation cannot hold the strict codes {strict_codes}; give them in expect_strict (spec 0.1)",
         ),
         (
             profile == "strict" or "ledger_integrity_violation" not in expect["rejectionReasons"],
             "rejectionReasons",
-            "a core case cannot expect 'ledger_integrity_violation' (spec 0.1)",
+            "a core expectation cannot hold 'ledger_integrity_violation'; give it in expect_strict (spec 0.1)",
         ),
     ]
     for holds, name, message in rules:
@@ -307,24 +397,82 @@ def _check_consistency(
             raise file.error(f"{name} {message}", f"{at}/{name}", case_id)
 
 
-def _decisions(file: _File, data: dict[str, Any]) -> Iterator[Case]:
-    for index, raw in enumerate(data["cases"]):
-        at = f"/cases/{index}"
-        events = file.events([data.get("envelope"), raw.get("envelope")], raw["events"], f"{at}/events", raw["id"])
-        _check_references(file, raw["id"], events, raw["expect"], f"{at}/expect")
-        _check_consistency(file, raw["id"], raw["profile"], events, raw["expect"], f"{at}/expect")
-        prefix = f"{at}/"
-        yield DecisionCase(
-            id=raw["id"],
-            description=raw["description"],
-            clauses=tuple(raw["clauses"]),
-            profile=raw["profile"],
-            source=file.source(at),
-            events=events,
-            expect=raw["expect"],
-            expected_high_water=raw.get("expectedHighWater"),
-            line_of={p[len(prefix) :]: line for p, line in file.document.lines.items() if p.startswith(prefix)},
+def _check_strict_extends(
+    file: _File, case_id: str, events: Sequence[Event], core: Mapping[str, Any], strict: Mapping[str, Any], at: str
+) -> None:
+    """A strict expectation is the core one plus strict diagnostics and their reason (spec 8, STRICT-7)."""
+    kept = {
+        "requiresVerification": (core["requiresVerification"], strict["requiresVerification"]),
+        "sourceRuntimeEventHighWater": (core["sourceRuntimeEventHighWater"], strict["sourceRuntimeEventHighWater"]),
+        "operations": (expected_operations(events, core), expected_operations(events, strict)),
+        "replay": (core["replay"], strict["replay"]),
+    }
+    for name, (want, got) in kept.items():
+        if not same_json(want, got):
+            raise file.error(
+                f"{name} must equal the core expectation's: strict rules change neither operations nor replay (spec 8)",
+                f"{at}/{name}",
+                case_id,
+            )
+
+    def keys(expectation: Mapping[str, Any]) -> Counter[tuple[str, str, str]]:
+        return Counter((d["code"], d.get("eventId", ""), d.get("toolCallId", "")) for d in expectation["diagnostics"])
+
+    core_keys, strict_keys = keys(core), keys(strict)
+    added = strict_keys - core_keys
+    if core_keys - strict_keys or any(code not in STRICT_CODES for code, _, _ in added.elements()):
+        raise file.error(
+            "diagnostics must be the core expectation's plus strict codes only (spec 8)", f"{at}/diagnostics", case_id
         )
+    if not added:
+        raise file.error(
+            "adds no strict diagnostic to the core expectation; leave expect_strict out (spec 0.1)", at, case_id
+        )
+    reasons = {*core["rejectionReasons"], "ledger_integrity_violation"}
+    if set(strict["rejectionReasons"]) != reasons:
+        raise file.error(
+            f"rejectionReasons must be {sorted(reasons)}: the core ones plus ledger_integrity_violation (STRICT-7)",
+            f"{at}/rejectionReasons",
+            case_id,
+        )
+
+
+def _decision(file: _File, data: dict[str, Any], index: int, raw: dict[str, Any]) -> DecisionCase:
+    at = f"/cases/{index}"
+    events = file.events([data.get("envelope"), raw.get("envelope")], raw["events"], f"{at}/events", raw["id"])
+    _check_references(file, raw["id"], events, raw["expect"], f"{at}/expect")
+    _check_consistency(file, raw["id"], raw["profile"], events, raw["expect"], f"{at}/expect")
+    strict = raw.get("expect_strict")
+    if strict is not None:
+        if raw["profile"] != "core":
+            raise file.error(
+                "only a core case has expect_strict: a strict case's expect already is its strict expectation",
+                f"{at}/expect_strict",
+                raw["id"],
+            )
+        _check_references(file, raw["id"], events, strict, f"{at}/expect_strict")
+        _check_consistency(file, raw["id"], "strict", events, strict, f"{at}/expect_strict")
+        _check_strict_extends(file, raw["id"], events, raw["expect"], strict, f"{at}/expect_strict")
+    prefix = f"{at}/"
+    return DecisionCase(
+        id=raw["id"],
+        description=raw["description"],
+        clauses=tuple(raw["clauses"]),
+        profile=raw["profile"],
+        source=file.source(at),
+        events=events,
+        expect=raw["expect"],
+        expect_strict=strict,
+        expected_high_water=raw.get("expectedHighWater"),
+        line_of={p[len(prefix) :]: line for p, line in file.document.lines.items() if p.startswith(prefix)},
+    )
+
+
+def _decisions(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    for index, raw in file.good_cases(data):
+        case = file.attempt(lambda: _decision(file, data, index, raw))  # noqa: B023 (called at once)
+        if case is not None:
+            yield case
 
 
 def _failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
@@ -370,11 +518,14 @@ def _failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
 
 def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
     ledger = file.events([data.get("envelope")], data["ledger"], "/ledger", None)
-    for index, raw in enumerate(data["cases"]):
+    for index, raw in file.good_cases(data):
         at = f"/cases/{index}"
         row = raw["fault"].get("row")
         if row is not None and not 1 <= row <= len(ledger):
-            raise file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
+            file.report(
+                file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
+            )
+            continue
         yield LedgerFaultCase(
             id=raw["id"],
             description=raw["description"],
@@ -388,10 +539,12 @@ def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
 
 
 def _crash_schedule(file: _File, data: dict[str, Any]) -> Iterator[Case]:
-    for index, raw in enumerate(data["cases"]):
+    for index, raw in file.good_cases(data):
         at = f"/cases/{index}"
         # The template must make valid events once the kit gives it an id.
-        file.events([data.get("envelope")], [{**raw["template"], "id": "row-00000"}], f"{at}/template", raw["id"])
+        template = {**raw["template"], "id": "row-00000"}
+        if file.attempt(lambda: file.events([data.get("envelope")], [template], f"{at}/template", raw["id"])) is None:  # noqa: B023
+            continue
         yield ScheduleCase(
             id=raw["id"],
             description=raw["description"],
@@ -496,11 +649,22 @@ _READERS = {
 }
 
 
-def load_file(path: Path, root: Path | None = None) -> list[Case]:
-    """Every case of one fixture file, or FixtureError."""
-    file = _File(path, root or path.parent)
-    data = file.validated()
-    return list(_READERS[data["kind"]](file, data))
+def load_file(path: Path, root: Path | None = None, problems: list[FixtureError] | None = None) -> list[Case]:
+    """Every case of one fixture file, or FixtureError.
+
+    With *problems*, every problem found is appended to it instead, and the cases without one are returned.
+    """
+    try:
+        file = _File(path, root or path.parent, problems)
+        data = file.validated()
+        return list(_READERS[data["kind"]](file, data))
+    except _Abandon:
+        return []
+    except FixtureError as error:
+        if problems is None:
+            raise
+        problems.append(error)
+        return []
 
 
 def fixture_files(root: Path) -> list[Path]:

@@ -123,6 +123,8 @@ def format_result(result: CaseResult) -> str:
     lines = [f"{result.outcome.value.upper()} {result.case_id}{where}"]
     if result.clauses:
         lines.append(f"  clauses: {', '.join(result.clauses)}")
+    if result.expectation and result.mismatches:
+        lines.append(f"  compared with: the case's {result.expectation} expectation")
     if result.fault_model:
         lines.append(f"  fault model: {result.fault_model}")
     if result.message:

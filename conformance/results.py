@@ -66,6 +66,7 @@ class CaseResult:
     stderr_tail: str | None = None
     transcript: tuple[str, ...] = ()
     replay: str | None = None
+    expectation: str | None = None  # the profile whose expectation was compared (a case may carry one per profile)
 
     @property
     def ok(self) -> bool:
@@ -91,6 +92,7 @@ class CaseResult:
             "faultModel": self.fault_model,
             "stderrTail": self.stderr_tail,
             "replay": self.replay,
+            "expectation": self.expectation,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.transcript:

@@ -108,7 +108,7 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
         if problem or not isinstance(plan, dict):
             return result_for(case, Outcome.ERRORED, message=problem or "no plan", transcript=reply.transcript)
         plans.append(plan)
-    mismatches = check.compare_plan(case.events, case.expect, plans[0])
+    mismatches = check.compare_plan(case.events, case.expectation_for(profile), plans[0])
     mismatches += check.compare_determinism(plans[0], plans[1])
     if canonical_json(fields["events"]) != before:
         mismatches.append(
@@ -116,9 +116,11 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
         )
     # PURE-1 and PURE-2 are checked on every decision case, so every decision result covers them.
     clauses = case.clauses + tuple(c for c in ALWAYS_CHECKED if c not in case.clauses)
+    expectation = case.expectation_profile(profile)
     if mismatches:
-        return dataclasses.replace(result_for(case, Outcome.FAILED, mismatches=tuple(mismatches)), clauses=clauses)
-    return dataclasses.replace(result_for(case, Outcome.PASSED), clauses=clauses)
+        failed = result_for(case, Outcome.FAILED, mismatches=tuple(mismatches), expectation=expectation)
+        return dataclasses.replace(failed, clauses=clauses)
+    return dataclasses.replace(result_for(case, Outcome.PASSED, expectation=expectation), clauses=clauses)
 
 
 CaseRunner = Callable[[Case], CaseResult]

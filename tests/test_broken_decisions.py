@@ -8,7 +8,7 @@ from resumekit.conformance.adapters import PythonAdapter, load_python
 from resumekit.conformance.fixtures import DecisionCase, load_suite
 from resumekit.conformance.results import Outcome
 from resumekit.conformance.runner import run
-from tests.broken.decisions import BROKEN
+from tests.broken.decisions import BROKEN, CORE_SITUATIONS
 
 
 def _run(name: str, profile: str = "strict") -> dict[str, tuple[Outcome, tuple[str, ...], tuple[str, ...]]]:
@@ -63,7 +63,11 @@ def test_a_broken_rule_fails_exactly_the_cases_where_it_applies(name: str) -> No
 
 def test_a_core_projection_passes_core_and_fails_every_strict_case() -> None:
     results = _run("core_claims_strict")
-    strict_cases = {case.id for case in load_suite().select("strict", kinds=["decision"]) if case.profile == "strict"}
+    strict_cases = {
+        case.id
+        for case in load_suite().select("strict", kinds=["decision"])
+        if isinstance(case, DecisionCase) and (case.profile == "strict" or case.expect_strict is not None)
+    }
     failed = {case_id for case_id, info in results.items() if info[0] is not Outcome.PASSED}
     assert failed == strict_cases
     assert set(_run("core_claims_strict", "core")) and all(
@@ -99,3 +103,27 @@ def test_a_schema_invalid_plan_is_errored_with_the_pointer() -> None:
     result = finished.results[0]
     assert result.outcome is Outcome.ERRORED
     assert "resume-plan.json" in (result.message or "")
+
+
+@pytest.mark.parametrize("name", CORE_SITUATIONS)
+def test_a_core_rule_broken_in_a_strict_situation_is_caught_by_core(name: str) -> None:
+    """Duplicate calls, second responses, early responses: core cases test the core clauses there too."""
+    _, clauses = BROKEN[name]
+    results = _run(name, "core")
+    failed = {case_id: info for case_id, info in results.items() if info[0] is not Outcome.PASSED}
+    assert failed, f"{name} breaks {clauses} and --profile core certified it"
+    for case_id, (outcome, cited, _) in failed.items():
+        assert outcome is Outcome.FAILED, case_id
+        assert set(cited) & set(clauses), f"{case_id} failed for {name} but cites none of {clauses}"
+
+
+def test_a_core_run_compares_with_the_core_expectation_and_says_so() -> None:
+    adapter = load_python("reference:build_resume_plan")
+    cases = load_suite().select("core", only=["duplicate-call-dangling-keeps-first-args"])
+    [core] = run(cases, adapter, profile="core").results
+    [strict] = run(cases, adapter, profile="strict").results
+    assert (core.outcome, core.expectation) == (Outcome.PASSED, "core")
+    assert (strict.outcome, strict.expectation) == (Outcome.PASSED, "strict")
+    # A strict answer to a core request is wrong in core: it blocks where the core clauses do not.
+    [crossed] = run(cases, PythonAdapter(BROKEN["core_claims_strict"][0], name="core"), profile="strict").results
+    assert crossed.outcome is Outcome.FAILED and crossed.expectation == "strict"

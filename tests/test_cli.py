@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -141,3 +142,35 @@ def test_the_golden_digest_changes_with_any_fixture_byte(golden_copy: Path) -> N
     target.write_bytes(target.read_bytes() + b"# one more comment\n")
     assert load_suite(golden_copy).digest != before
     assert load_suite().digest == load_suite().digest
+
+
+def test_validate_names_every_problem_in_every_file_and_unknown_clauses(golden_copy: Path) -> None:
+    decisions = golden_copy / "phase0" / "decisions"
+    boundaries = decisions / "boundaries.yaml"
+    text = boundaries.read_text(encoding="utf-8")
+    # Two problems in one file, in different cases: a schema break and an unknown clause id.
+    text = text.replace("disposition: safe_replay", "disposition: maybe", 1)
+    text = text.replace("clauses: [DEC-3, OP-3]", "clauses: [DEC-3, OP-3, XX-1]", 1)
+    boundaries.write_text(text, encoding="utf-8")
+    offset = decisions / "offset.yaml"
+    offset.write_text(
+        offset.read_text(encoding="utf-8").replace(
+            "sourceRuntimeEventHighWater: 3", "sourceRuntimeEventHighWater: 9", 1
+        ),
+        encoding="utf-8",
+    )
+    code, out, err = _cli("validate", "--golden", str(golden_copy))
+    assert code == EXIT_NOT_CERTIFIED
+    assert "3 problem(s)" in out
+    assert "'maybe'" in err and "boundaries.yaml" in err
+    assert "cites clause 'XX-1', which docs/spec/phase0.md does not define" in err
+    assert "offset.yaml" in err and "PLAN-1" in err
+
+
+def test_validate_warns_on_a_clause_no_case_cites(golden_copy: Path) -> None:
+    for path in (golden_copy / "phase0").rglob("*.yaml"):
+        path.write_text(re.sub(r",\s*PLAN-10\b", "", path.read_text(encoding="utf-8")), encoding="utf-8")
+    code, out, err = _cli("validate", "--golden", str(golden_copy))
+    assert code == EXIT_CERTIFIED, err
+    assert "warning: no case cites clause PLAN-10" in err
+    assert "1 uncited clause(s)" in out

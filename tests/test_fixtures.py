@@ -150,7 +150,7 @@ def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
                 "rejectionReasons: [ledger_integrity_violation]\n      operations",
             ),
             "rejectionReasons",
-            "core case",
+            "core expectation",
         ),
     ],
 )
@@ -165,3 +165,87 @@ def test_an_expectation_that_contradicts_the_spec_is_refused(
         load_file(path, path.parent)
     assert caught.value.pointer == f"/cases/0/expect/{pointer}"
     assert caught.value.case_id == "one-user-message"
+
+
+STRICT_OF_GOOD = """
+    expect_strict:
+      disposition: blocked
+      requiresVerification: false
+      sourceRuntimeEventHighWater: 2
+      rejectionReasons: [ledger_integrity_violation]
+      operations: []
+      diagnostics: [{code: duplicate_event_id, eventId: e1}]
+      replay: [e1, e1]
+"""
+
+
+def _two_expectations(strict: str = STRICT_OF_GOOD) -> str:
+    text = GOOD.replace(
+        "      - {id: e1, role: user, author: user, content: {kind: text, text: yes}}\n",
+        "      - {id: e1, role: user, author: user, content: {kind: text, text: yes}}\n" * 2,
+    )
+    text = text.replace("sourceRuntimeEventHighWater: 1", "sourceRuntimeEventHighWater: 2").replace(
+        "replay: [e1]", "replay: [e1, e1]"
+    )
+    return text + strict.lstrip("\n")
+
+
+def test_a_core_case_may_carry_a_strict_expectation(write_fixture: Write) -> None:
+    path = write_fixture("two.yaml", _two_expectations())
+    [case] = load_file(path, path.parent)
+    assert isinstance(case, DecisionCase)
+    assert case.expectation_for("core")["disposition"] == "safe_replay"
+    assert case.expectation_for("strict")["disposition"] == "blocked"
+    assert (case.expectation_profile("core"), case.expectation_profile("strict")) == ("core", "strict")
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer", "fragment"),
+    [
+        (("replay: [e1, e1]\n", "replay: [e1]\n"), "replay", "strict rules change neither"),
+        (("[{code: duplicate_event_id, eventId: e1}]", "[]"), "", "adds no strict diagnostic"),
+        (
+            (
+                "[{code: duplicate_event_id, eventId: e1}]",
+                "[{code: pending_tool_result, eventId: e1}, {code: duplicate_event_id, eventId: e1}]",
+            ),
+            "diagnostics",
+            "strict codes only",
+        ),
+        (
+            (
+                "rejectionReasons: [ledger_integrity_violation]",
+                "rejectionReasons: [dangling_tool_state, ledger_integrity_violation]",
+            ),
+            "rejectionReasons",
+            "STRICT-7",
+        ),
+        (("disposition: blocked", "disposition: safe_replay"), "disposition", "PLAN-7"),
+    ],
+)
+def test_a_strict_expectation_must_extend_the_core_one(
+    write_fixture: Write, change: tuple[str, str], pointer: str, fragment: str
+) -> None:
+    path = write_fixture("bad-strict.yaml", _two_expectations(STRICT_OF_GOOD.replace(*change)))
+    with pytest.raises(FixtureError, match=fragment) as caught:
+        load_file(path, path.parent)
+    assert caught.value.pointer == "/cases/0/expect_strict" + (f"/{pointer}" if pointer else "")
+
+
+def test_only_a_core_case_has_a_strict_expectation(write_fixture: Write) -> None:
+    text = _two_expectations().replace("profile: core", "profile: strict")
+    path = write_fixture("s.yaml", text)
+    with pytest.raises(FixtureError, match="only a core case has expect_strict"):
+        load_file(path, path.parent)
+
+
+def test_a_loader_collecting_problems_reads_on_past_the_first(write_fixture: Write) -> None:
+    second = GOOD.split("cases:\n")[1].replace("one-user-message", "two").replace("replay: [e1]", "replay: [e9]")
+    text = GOOD.replace("disposition: safe_replay", "disposition: maybe") + second
+    path = write_fixture("many.yaml", text)
+    problems: list[FixtureError] = []
+    assert load_file(path, path.parent, problems) == []
+    assert [(p.case_id, p.pointer) for p in problems] == [
+        ("one-user-message", "/cases/0/expect/disposition"),
+        ("two", "/cases/1/expect/replay/0"),
+    ]

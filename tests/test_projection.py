@@ -476,3 +476,21 @@ def test_sharing_events_gives_the_same_plan_and_leaves_the_input_alone() -> None
         assert canonical_json(events) == before, case.id
         assert all(a is b for a, b in zip(shared["runtimeEvents"], events, strict=True)), case.id
         assert not any(a is b for a, b in zip(copied["runtimeEvents"], events, strict=True)), case.id
+
+
+def test_a_pure_2_failure_names_the_first_differing_pointer_with_both_values() -> None:
+    from resumekit.conformance.phase0.check import compare_determinism
+
+    first = {"disposition": "blocked", "diagnostics": [{"code": "x", "message": "call 1"}], "z": 1}
+    second = {"disposition": "blocked", "diagnostics": [{"code": "x", "message": "call 2"}], "z": 2}
+    [mismatch] = compare_determinism(first, second)
+    assert (mismatch.pointer, mismatch.expected, mismatch.actual, mismatch.clause) == (
+        "/diagnostics/0/message",
+        "call 1",
+        "call 2",
+        "PURE-2",
+    )
+    assert "/diagnostics/0/message" in (mismatch.note or "")
+    [extra] = compare_determinism({"a/b": [1]}, {"a/b": [1, 2]})
+    assert (extra.pointer, extra.expected, extra.actual) == ("/a~1b/1", "<absent>", 2)
+    assert compare_determinism(first, dict(first)) == []

@@ -186,12 +186,61 @@ def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mappi
     return mismatches
 
 
+def _escape(token: Any) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def first_difference(first: Any, second: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
+    """The JSON pointer of the first place where two JSON values differ, with both values there, or None.
+
+    Objects are walked in sorted key order, as canonical JSON writes them; a key only one side has
+    shows as ``<absent>`` on the other.
+    """
+    if isinstance(first, Mapping) and isinstance(second, Mapping):
+        for key in sorted(set(first) | set(second)):
+            where = f"{pointer}/{_escape(key)}"
+            if key not in first or key not in second:
+                return where, first.get(key, _ABSENT), second.get(key, _ABSENT)
+            found = first_difference(first[key], second[key], where)
+            if found is not None:
+                return found
+        return None
+    if isinstance(first, list) and isinstance(second, list):
+        for index, (one, two) in enumerate(zip(first, second, strict=False)):
+            found = first_difference(one, two, f"{pointer}/{index}")
+            if found is not None:
+                return found
+        if len(first) != len(second):
+            index = min(len(first), len(second))
+            longer = first if len(first) > len(second) else second
+            return (
+                f"{pointer}/{index}",
+                first[index] if longer is first else _ABSENT,
+                second[index] if longer is second else _ABSENT,
+            )
+        return None
+    return None if canonical_json(first) == canonical_json(second) else (pointer, first, second)
+
+
 def compare_determinism(first: Any, second: Any) -> list[Mismatch]:
-    """Two answers to one request must be byte-identical in canonical JSON (PURE-2)."""
+    """Two answers to one request must be byte-identical in canonical JSON (PURE-2).
+
+    The mismatch points at the first differing field of the two canonical plans, with the first
+    answer's value as expected and the second's as actual.
+    """
     if canonical_json(first) == canonical_json(second):
         return []
+    found = first_difference(first, second)
+    pointer, one, two = found if found is not None else ("", first, second)
     return [
-        Mismatch("", "the same plan twice", "two different plans", "PURE-2", "the same request gave different answers")
+        Mismatch(
+            pointer,
+            one,
+            two,
+            "PURE-2",
+            f"the same request gave different answers; they first differ at {pointer or '/'} "
+            "(expected: the first answer, actual: the second)",
+        )
     ]
 
 

@@ -113,6 +113,108 @@ def core_claims_strict(
     return _reference(events, expected_high_water, "core")
 
 
+def _tool_facts(events: Sequence[dict[str, Any]]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(position, event, content) of every non-partial function_call or function_response."""
+    return [
+        (position, event, event["content"])
+        for position, event in enumerate(events)
+        if not event.get("partial")
+        and (event.get("content") or {}).get("kind") in ("function_call", "function_response")
+    ]
+
+
+def _reasons_and_disposition(plan: Plan) -> Plan:
+    """PLAN-5 and PLAN-7 again, after a bent rule changed the diagnostics."""
+    reasons = []
+    for diagnostic in plan["diagnostics"]:
+        code = diagnostic["code"]
+        reason = {
+            "runtime_offset_mismatch": "runtime_offset_mismatch",
+            "pending_tool_result": "dangling_tool_state",
+            "unmatched_tool_result": "dangling_tool_state",
+            "tool_name_mismatch": "dangling_tool_state",
+        }.get(code, "ledger_integrity_violation")
+        if reason not in reasons:
+            reasons.append(reason)
+    plan["rejectionReasons"] = reasons
+    safe = not reasons and not plan["requiresVerification"]
+    plan["disposition"] = "safe_replay" if safe else "blocked"
+    return plan
+
+
+def last_duplicate_call_wins(
+    events: list[dict[str, Any]], *, expected_high_water: int | None = None, profile: str = "strict"
+) -> Plan:
+    """OP-1: a later call with a seen tool-call id replaces the operation's call (name, args, event id)."""
+    plan = _reference(events, expected_high_water, profile)
+    for operation in plan["operations"]:
+        for _, event, content in _tool_facts(events):
+            if content["kind"] == "function_call" and content["id"] == operation["toolCallId"]:
+                operation["toolName"] = content["name"]
+                operation["args"] = copy.deepcopy(content["args"])
+                operation["callRuntimeEventId"] = event["id"]
+    return plan
+
+
+def second_response_resettles(
+    events: list[dict[str, Any]], *, expected_high_water: int | None = None, profile: str = "strict"
+) -> Plan:
+    """OP-3: every later response after the call settles the operation again; the last one wins."""
+    plan = _reference(events, expected_high_water, profile)
+    facts = _tool_facts(events)
+    for operation in plan["operations"]:
+        call = next(p for p, e, _ in facts if e["id"] == operation["callRuntimeEventId"])
+        for position, event, content in facts:
+            if content["kind"] == "function_response" and content["id"] == operation["toolCallId"] and position > call:
+                operation["responseRuntimeEventId"] = event["id"]
+                operation["responseIsError"] = content.get("isError") is True
+                operation["status"] = "failed" if operation["responseIsError"] else "succeeded"
+    return plan
+
+
+def pairs_with_first_call(
+    events: list[dict[str, Any]], *, expected_high_water: int | None = None, profile: str = "strict"
+) -> Plan:
+    """PLAN-9: a response pairs when its name matches the id's first call, not the latest call seen so far."""
+    plan = _reference(events, expected_high_water, profile)
+    first_name: dict[str, str] = {}
+    paired = set()
+    for _, _, content in _tool_facts(events):
+        if content["kind"] == "function_call":
+            first_name.setdefault(content["id"], content["name"])
+        elif first_name.get(content["id"]) == content["name"]:
+            paired.add(content["id"])
+    plan["replayRuntimeEvents"] = [
+        copy.deepcopy(event)
+        for event in events
+        if not event.get("partial")
+        and (
+            (event.get("content") or {}).get("kind") not in ("function_call", "function_response")
+            or event["content"]["id"] in paired
+        )
+    ]
+    return plan
+
+
+def mismatch_only_at_position(
+    events: list[dict[str, Any]], *, expected_high_water: int | None = None, profile: str = "strict"
+) -> Plan:
+    """PLAN-4: a response is compared only with an operation that exists at its position, not the whole prefix."""
+    plan = _reference(events, expected_high_water, profile)
+    first_call: dict[str, int] = {}
+    for position, _, content in _tool_facts(events):
+        if content["kind"] == "function_call":
+            first_call.setdefault(content["id"], position)
+    position_of = {event["id"]: position for position, event in reversed(list(enumerate(events)))}
+    plan["diagnostics"] = [
+        diagnostic
+        for diagnostic in plan["diagnostics"]
+        if diagnostic["code"] != "tool_name_mismatch"
+        or position_of[diagnostic["eventId"]] > first_call[diagnostic["toolCallId"]]
+    ]
+    return _reasons_and_disposition(plan)
+
+
 BROKEN: dict[str, tuple[Callable[..., Plan], tuple[str, ...]]] = {
     "error_counts_as_success": (error_counts_as_success, ("OP-3",)),
     "partial_events_are_facts": (partial_events_are_facts, ("EVT-4",)),
@@ -121,8 +223,21 @@ BROKEN: dict[str, tuple[Callable[..., Plan], tuple[str, ...]]] = {
     "high_water_skips_partials": (high_water_skips_partials, ("PLAN-1",)),
     "mutates_its_input": (mutates_its_input, ("PURE-1",)),
     "not_deterministic": (not_deterministic, ("PURE-2",)),
+    "last_duplicate_call_wins": (last_duplicate_call_wins, ("OP-1",)),
+    "second_response_resettles": (second_response_resettles, ("OP-3",)),
+    "pairs_with_first_call": (pairs_with_first_call, ("PLAN-9",)),
+    "mismatch_only_at_position": (mismatch_only_at_position, ("PLAN-4",)),
     "core_claims_strict": (
         core_claims_strict,
         ("STRICT-1", "STRICT-2", "STRICT-3", "STRICT-4", "STRICT-5", "STRICT-6", "STRICT-7"),
     ),
 }
+
+# Each breaks a core clause only in situations that used to sit in strict-only cases: the core
+# profile must catch it (issue 9, finding 1).
+CORE_SITUATIONS = (
+    "last_duplicate_call_wins",
+    "second_response_resettles",
+    "pairs_with_first_call",
+    "mismatch_only_at_position",
+)

@@ -39,7 +39,7 @@ RESULT_SCHEMAS = {
     "phase0.ledger.locate": "results/ledger-locate.json",
 }
 
-CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file")
+CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file", "p1.worker", "p1.journal")
 
 
 @dataclass(frozen=True, slots=True)

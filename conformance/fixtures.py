@@ -14,6 +14,7 @@ from resumekit.conformance import _yaml, schemas
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.canonical import same_json
 from resumekit.conformance.phase0.check import expected_operations
+from resumekit.conformance.p1.gates import scenario_clauses
 from resumekit.conformance.results import Source
 
 SUPPORTED_SCHEMA_VERSIONS = (1,)
@@ -581,7 +582,7 @@ def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         yield ScenarioCase(
             id=raw["id"],
             description=raw["description"],
-            clauses=tuple(raw["clauses"]),
+            clauses=scenario_clauses(raw["clauses"], raw["gates"]),
             profile=raw["profile"],
             source=file.source(at),
             gates=tuple(raw["gates"]),
@@ -614,7 +615,7 @@ def _p1_failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                     steps += [{"start": {"failpoint": {"name": point["name"], "hit": 1}}}, {"wait": "blocked"}]
                     steps.append({"kill": {}})
                 else:
-                    faults = ({"kill_point": point["name"]},)
+                    faults = ({"fault": "KillPoint", "name": point["name"]},)
                     steps += [{"start": {}}, {"wait": "killed"}]
                 if point.get("expire_lease"):
                     steps.append({"clock": 30_001})
@@ -626,7 +627,7 @@ def _p1_failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 yield ScenarioCase(
                     id=f"p1-crash-{name}-{point['name'].replace('_', '-')}",
                     description=f"Kill the worker at {point['name']} ({point['site']}) during the {name} task.",
-                    clauses=tuple(point["clauses"]),
+                    clauses=scenario_clauses(point["clauses"], _CRASH_GATES),
                     profile="core",
                     source=file.source(at),
                     gates=_CRASH_GATES,

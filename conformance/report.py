@@ -48,6 +48,7 @@ def to_json(run: Run) -> dict[str, Any]:
         "certified": run.certified,
         "summary": run.counts,
         "results": [result.to_dict() for result in run.results],
+        **({"gates": [dict(row) for row in run.gates]} if run.gates else {}),
     }
 
 
@@ -87,8 +88,36 @@ def to_junit(run: Run) -> str:
                 ET.SubElement(case, "error", message=_first_line(result)).text = text
             elif result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED):
                 ET.SubElement(case, "skipped", message=f"{result.outcome.value}: {result.message or ''}")
+    if run.gates:
+        _junit_gates(suites, run)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _junit_gates(suites: ET.Element, run: Run) -> None:
+    """The P1 gate table as a suite of its own: a gate fails when a scenario of it failed."""
+    verdicts = [row["verdict"] for row in run.gates]
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="resumekit.p1-gates",
+        tests=str(len(run.gates)),
+        failures=str(verdicts.count("failed")),
+        errors="0",
+        skipped=str(verdicts.count("not run")),
+    )
+    for row in run.gates:
+        case = ET.SubElement(suite, "testcase", classname="resumekit.p1-gates", name=str(row["gate"]))
+        properties = ET.SubElement(case, "properties")
+        for name in ("scenarios", "passed", "clauses", "attested"):
+            value = row[name]
+            text = ", ".join(value) if isinstance(value, list) else str(value)
+            ET.SubElement(properties, "property", name=name, value=text)
+        if row["verdict"] == "failed":
+            failed = ", ".join(row["failed"])
+            ET.SubElement(case, "failure", message=f"failed scenarios: {failed}").text = failed
+        elif row["verdict"] == "not run":
+            ET.SubElement(case, "skipped", message="no scenario of this gate ran")
 
 
 def _first_line(result: CaseResult) -> str:
@@ -161,6 +190,8 @@ def format_summary(run: Run) -> str:
         lines.append(f"{kind:<14}" + "".join(f"{row[o]:>13}" for o in Outcome))
     total = run.counts
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
+    if run.gates:
+        lines += ["", *format_gates(run)]
     verdict = "CERTIFIED" if run.certified else "NOT CERTIFIED"
     lines += [
         "",
@@ -168,6 +199,18 @@ def format_summary(run: Run) -> str:
         f"{total['skipped']} skipped, {total['not_claimed']} not claimed in {run.duration:.2f} s",
     ]
     return "\n".join(lines)
+
+
+def format_gates(run: Run) -> list[str]:
+    """The P1 gate table as text lines."""
+    lines = [f"{'P1 gate':<44}{'verdict':>9}{'passed':>8}{'of':>4}  clauses", "-" * 100]
+    for row in run.gates:
+        clauses = ", ".join(row["clauses"])
+        attested = f" (attested: {row['attested']})" if row["attested"] else ""
+        lines.append(
+            f"{row['gate']:<44}{row['verdict']:>9}{row['passed']:>8}{row['scenarios']:>4}  {_clip(clauses, 60)}{attested}"
+        )
+    return lines
 
 
 def to_markdown(run: Run) -> str:
@@ -187,6 +230,13 @@ def to_markdown(run: Run) -> str:
     lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
     for kind, row in counts_by_kind(run).items():
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
+    if run.gates:
+        lines += ["", "| P1 gate | verdict | passed | scenarios | clauses | attested |", "|---|---|---|---|---|---|"]
+        for row in run.gates:
+            lines.append(
+                f"| {row['gate']} | {row['verdict']} | {row['passed']} | {row['scenarios']} | "
+                f"{', '.join(row['clauses'])} | {row['attested'] or 'none'} |"
+            )
     bad = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERRORED)]
     if bad:
         lines += ["", "| case | outcome | where | clauses | first problem |", "|---|---|---|---|---|"]

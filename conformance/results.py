@@ -138,6 +138,7 @@ class Run:
     kit_version: str = ""
     seed: int | None = None
     golden_digest: str = ""
+    gates: tuple[Mapping[str, Any], ...] = ()  # the P1 gate table, when P1 scenarios were selected
 
     @property
     def counts(self) -> dict[str, int]:

@@ -12,7 +12,8 @@ from typing import Any, Protocol
 from resumekit.conformance import __version__, schemas
 from resumekit.conformance.adapters import Adapter, Reply
 from resumekit.conformance.canonical import canonical_json
-from resumekit.conformance.fixtures import Case, DecisionCase
+from resumekit.conformance.fixtures import Case, DecisionCase, ScenarioCase
+from resumekit.conformance.p1.gates import gate_table
 from resumekit.conformance.phase0 import check
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run
 
@@ -22,6 +23,7 @@ REQUIRED_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "crash": ("phase0.store", "phase0.crash", "phase0.projection"),
     "ledger-fault": ("phase0.store", "phase0.ledger-file"),
     "schedule": ("phase0.store", "phase0.crash"),
+    "p1": ("p1.worker",),
 }
 
 
@@ -167,7 +169,8 @@ def run(
     info = adapter.implementation
     started, clock = _now(), time.perf_counter()
     results = []
-    for case in cases:
+    chosen = list(cases)
+    for case in chosen:
         reporter.case_started(case)
         begun = time.perf_counter()
         reason = missing_claims(case, info.capabilities, info.profiles)
@@ -180,10 +183,13 @@ def run(
         result = _timed(result, time.perf_counter() - begun)
         results.append(result)
         reporter.case_finished(result)
+    gates_of = {case.id: case.gates for case in chosen if isinstance(case, ScenarioCase)}
+    table = tuple(row.to_dict() for row in gate_table(gates_of, results, profile=profile)) if gates_of else ()
     return Run(
         implementation=info,
         profile=profile,
         results=tuple(results),
+        gates=table,
         started=started,
         finished=_now(),
         duration=time.perf_counter() - clock,

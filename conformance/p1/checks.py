@@ -231,6 +231,9 @@ def settings_checks(settings: Sequence[Mapping[str, Any]] | None) -> list[Mismat
     for index, connection in enumerate(settings):
         synchronous = connection.get("synchronous")
         mode = str(connection.get("journalMode", "")).lower()
+        busy = connection.get("busyTimeoutMs")
+        if not isinstance(busy, int) or isinstance(busy, bool) or busy < 5000:
+            found.append(_m("JNL-6", f"/p1.journal/connections/{index}/busyTimeoutMs", ">= 5000", busy, "a journal connection's busy timeout is too short (attested)"))
         if synchronous not in SYNCHRONOUS_OK or mode not in JOURNAL_MODES_OK:
             found.append(_m("JNL-5", f"/p1.journal/connections/{index}", {"synchronous": "2 or 3", "journalMode": list(JOURNAL_MODES_OK)}, dict(connection), "a journal connection is not synchronous=FULL (attested)"))
     return found

@@ -67,6 +67,45 @@ GATES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
 }
 
 
+# The clause of each gate's own definition (section 17), cited by every scenario that names the gate.
+GATE_CLAUSES = {gate: f"GATE-{number}" for number, gate in enumerate(GATES, start=1)}
+
+# What the kit checks on every scenario, whatever it scripts (section 16 and the harness): these clauses
+# are exercised, and can be failed, by each one.
+ALWAYS_CHECKED = (
+    "WRK-1",
+    "WRK-3",
+    "TASK-1",
+    "JNL-1",
+    "JNL-2",
+    "JNL-4",
+    "JNL-5",
+    "JNL-6",
+    "PHASE-2",
+    "PHASE-3",
+    "PHASE-5",
+    "KEY-1",
+    "SUB-1",
+    "COMMIT-2",
+    "COMMIT-3",
+    "CLEAN-1",
+    "CLEAN-2",
+    "EVID-1",
+    "EVID-2",
+    "EVID-3",
+    "EVID-4",
+    "ADP-1",
+    "ADP-2",
+    "ADP-3",
+)
+
+
+def scenario_clauses(own: Sequence[str], gates: Sequence[str]) -> tuple[str, ...]:
+    """A scenario's own clauses, then its gates' clauses, then those the kit checks on every scenario."""
+    extra = [GATE_CLAUSES[gate] for gate in gates] + list(ALWAYS_CHECKED)
+    return tuple(own) + tuple(clause for clause in dict.fromkeys(extra) if clause not in own)
+
+
 @dataclass(frozen=True, slots=True)
 class GateRow:
     """One line of the gate table."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
 import socket
@@ -178,6 +179,15 @@ def test_clock_moves_only_when_the_kit_moves_it_and_requests_are_attributed(env:
     assert env.kinds("clock")[0]["delta_ms"] == -5
     assert env.call("GET", "v2/clock")[0] == 404
     assert env.call("GET", "v1/clock", raw=b"{}")[0] == 400  # a GET has no body
+
+
+def test_a_chunked_body_is_refused_and_logged(env: Env) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", env.cp.port, timeout=10)
+    connection.request("POST", "/w/w1/v1/claims", body=iter([b"{}"]), headers={"Content-Type": "application/json"})
+    answer = connection.getresponse()
+    assert (answer.status, json.loads(answer.read())["error"]) == (400, "bad_request")
+    connection.close()
+    assert [(r["worker"], r["path"], r["status"]) for r in env.kinds("request")] == [("w1", "v1/claims", 400)]
 
 
 def test_every_entry_is_durable_before_the_answer_leaves(env: Env) -> None:

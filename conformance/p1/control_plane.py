@@ -78,17 +78,19 @@ class _Handler(BaseHTTPRequestHandler):
             name, sep, rest = split.path[3:].partition("/")
             if sep and name:
                 worker, relative = unquote(name), rest
-        if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True
-            self._send(400, {"error": "bad_request", "message": "send bodies with Content-Length", "now_ms": 0})
-            return
         try:
             length = int(self.headers.get("Content-Length") or "0")
         except ValueError:
             length = -1
-        if not 0 <= length <= MAX_BODY:
+        refusal = None
+        if self.headers.get("Transfer-Encoding"):
+            refusal = "send bodies with Content-Length, not a Transfer-Encoding"
+        elif not 0 <= length <= MAX_BODY:
+            refusal = f"Content-Length must be 0 to {MAX_BODY}"
+        if refusal is not None:
+            # The body cannot be read: answered here, logged all the same, and the connection closed.
             self.close_connection = True
-            self._send(400, {"error": "bad_request", "message": "bad Content-Length", "now_ms": 0})
+            self._send(400, self.server.plane._refuse(self.command, relative, worker, refusal))
             return
         body = self.rfile.read(length) if length else b""
         headers: dict[str, tuple[str, ...]] = {}
@@ -283,6 +285,17 @@ class ControlPlane:
         if outcome.kill_point is not None and self._observer is not None:
             self._observer.on_kill_point(outcome.kill_point, outcome.kill_worker or "")
         return outcome
+
+    def _refuse(self, method: str, path: str, worker: str | None, message: str) -> dict[str, Any]:
+        """Log a request whose body the shell could not read, and give its 400 body."""
+        with self._lock:
+            number = self._state.next_request
+            self._state.next_request += 1
+            log = core.Log(self._state, number)
+            fields = {"worker": worker, "method": method, "path": path, "endpoint": None, "idempotency_key": None}
+            log.add("request", **fields, body_sha256=None, status=400, answer="answer", message=message)
+            self._write(log.entries)
+            return {"error": "bad_request", "message": message, "now_ms": self._state.now_ms}
 
     def _moment(self, moment: core.Moment) -> list[str]:
         observer = self._observer

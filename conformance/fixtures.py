@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 from resumekit.conformance import _yaml, schemas
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.canonical import same_json
-from resumekit.conformance.phase0.check import expected_operations
 from resumekit.conformance.p1.gates import scenario_clauses
+from resumekit.conformance.phase0.check import expected_operations
 from resumekit.conformance.results import Source
 
 SUPPORTED_SCHEMA_VERSIONS = (1,)
@@ -563,7 +563,8 @@ def _check_task_names(file: _File, data: Mapping[str, Any], case_id: str, named:
         if pointer.endswith("/tasks") or "/issue/" in pointer:
             repository = data["tasks"][name]["repository"]
             if repository not in data["repositories"]:
-                raise file.error(f"task {name!r} names repository {repository!r}, which is not defined", pointer, case_id)
+                message = f"task {name!r} names repository {repository!r}, which is not defined"
+                raise file.error(message, pointer, case_id)
 
 
 def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:

@@ -207,9 +207,8 @@ def format_gates(run: Run) -> list[str]:
     for row in run.gates:
         clauses = ", ".join(row["clauses"])
         attested = f" (attested: {row['attested']})" if row["attested"] else ""
-        lines.append(
-            f"{row['gate']:<44}{row['verdict']:>9}{row['passed']:>8}{row['scenarios']:>4}  {_clip(clauses, 60)}{attested}"
-        )
+        counts = f"{row['verdict']:>9}{row['passed']:>8}{row['scenarios']:>4}"
+        lines.append(f"{row['gate']:<44}{counts}  {_clip(clauses, 60)}{attested}")
     return lines
 
 
@@ -232,10 +231,10 @@ def to_markdown(run: Run) -> str:
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
     if run.gates:
         lines += ["", "| P1 gate | verdict | passed | scenarios | clauses | attested |", "|---|---|---|---|---|---|"]
-        for row in run.gates:
+        for gate in run.gates:
             lines.append(
-                f"| {row['gate']} | {row['verdict']} | {row['passed']} | {row['scenarios']} | "
-                f"{', '.join(row['clauses'])} | {row['attested'] or 'none'} |"
+                f"| {gate['gate']} | {gate['verdict']} | {gate['passed']} | {gate['scenarios']} | "
+                f"{', '.join(gate['clauses'])} | {gate['attested'] or 'none'} |"
             )
     bad = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERRORED)]
     if bad:

@@ -7,6 +7,7 @@ evidence, this module only judges it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ from resumekit.conformance.p1.evidence import (
     Row,
     Snapshot,
     attempts,
-    binding,
     canonical_json,
     result_hash,
 )
@@ -85,27 +85,55 @@ def _m(clause: str, pointer: str, expected: Any, actual: Any, note: str) -> Mism
 def journal_checks(rows: Sequence[Row], snapshots: Sequence[Snapshot]) -> list[Mismatch]:
     """JNL-2, JNL-4, PHASE-2, PHASE-3, PHASE-5 over every attempt of the journal."""
     found: list[Mismatch] = []
-    for earlier, later in zip(snapshots, snapshots[1:], strict=False):
+    for earlier, later in itertools.pairwise(snapshots):
         if not earlier.kept_by(later):
-            found.append(_m("JNL-4", "/journal", "every earlier row unchanged", "a row changed or vanished", "the journal was rewritten"))
+            found.append(
+                _m(
+                    "JNL-4",
+                    "/journal",
+                    "every earlier row unchanged",
+                    "a row changed or vanished",
+                    "the journal was rewritten",
+                )
+            )
             break
     for ident, group in attempts(rows).items():
         where = f"/journal/{ident[0]}/{ident[1]}"
         phases = [row["phase"] for row in group]
         if phases[0] != "claimed" or phases.count("claimed") != 1:
-            found.append(_m("PHASE-2", where, "one claimed row, first", phases, "an attempt must start with one claimed row"))
+            found.append(
+                _m("PHASE-2", where, "one claimed row, first", phases, "an attempt must start with one claimed row")
+            )
         rank = 1
         for position, row in enumerate(group[1:], start=1):
             phase = row["phase"]
             if phases[position - 1] in TERMINAL:
-                found.append(_m("PHASE-5", f"{where}/{position}", "no row after a terminal row", phase, "a row followed a terminal row"))
+                found.append(
+                    _m(
+                        "PHASE-5",
+                        f"{where}/{position}",
+                        "no row after a terminal row",
+                        phase,
+                        "a row followed a terminal row",
+                    )
+                )
                 break
             if phase == "reconciliation_required":
                 continue
-            reused = row["reused_from"] is not None and position == 1 and phase in ("source_capture_done", "result_pending")
+            reused = (
+                row["reused_from"] is not None and position == 1 and phase in ("source_capture_done", "result_pending")
+            )
             new_rank = RANKS.get(phase)
             if new_rank is None or (new_rank != rank + 1 and not reused):
-                found.append(_m("PHASE-3", f"{where}/{position}", f"rank {rank + 1}", f"{phase} (rank {new_rank})", "the phase did not step up by one"))
+                found.append(
+                    _m(
+                        "PHASE-3",
+                        f"{where}/{position}",
+                        f"rank {rank + 1}",
+                        f"{phase} (rank {new_rank})",
+                        "the phase did not step up by one",
+                    )
+                )
                 break
             rank = new_rank
         for position, row in enumerate(group):
@@ -124,13 +152,25 @@ def _row_fill(row: Row, where: str) -> list[Mismatch]:
         except ValueError:
             parsed = None
         if parsed is None or canonical_json(parsed) != body:
-            problems.append(_m("JNL-2", f"{where}/result_body", "canonical JSON", body, "result_body is not canonical JSON"))
+            problems.append(
+                _m("JNL-2", f"{where}/result_body", "canonical JSON", body, "result_body is not canonical JSON")
+            )
         elif row["result_hash"] != result_hash(parsed):
-            problems.append(_m("JNL-2", f"{where}/result_hash", result_hash(parsed), row["result_hash"], "result_hash is not the hash of result_body"))
+            problems.append(
+                _m(
+                    "JNL-2",
+                    f"{where}/result_hash",
+                    result_hash(parsed),
+                    row["result_hash"],
+                    "result_hash is not the hash of result_body",
+                )
+            )
     if phase in ("result_pending", "result_submitted") and not row["idempotency_key"]:
         problems.append(_m("JNL-2", f"{where}/idempotency_key", "a key", None, f"a {phase} row carries no key"))
     if phase == "commit_done" and not row["commit_oid"]:
-        problems.append(_m("JNL-2", f"{where}/commit_oid", "the governed commit", None, "commit_done carries no commit"))
+        problems.append(
+            _m("JNL-2", f"{where}/commit_oid", "the governed commit", None, "commit_done carries no commit")
+        )
     if phase == "reconciliation_required" and not row["reason"]:
         problems.append(_m("PHASE-4", f"{where}/reason", "a reason", None, "reconciliation_required carries no reason"))
     return problems
@@ -141,44 +181,75 @@ def side_effect_checks(ev: Evidence) -> list[Mismatch]:
     found: list[Mismatch] = []
     accepted_refs: dict[tuple[str, str], int] = {}
     for index, push in enumerate(ev.pushes):
-        key = (str(push.get("repository", "")), str(push.get("ref", "")))
-        if key in accepted_refs:
+        pushed = (str(push.get("repository", "")), str(push.get("ref", "")))
+        if pushed in accepted_refs:
             found.append(
-                _m("COMMIT-3", f"/origin/pushes/{index}", "no push attempt after an accepted one", push, "a governed commit was pushed again")
+                _m(
+                    "COMMIT-3",
+                    f"/origin/pushes/{index}",
+                    "no push attempt after an accepted one",
+                    push,
+                    "a governed commit was pushed again",
+                )
             )
         if push.get("accepted"):
-            accepted_refs.setdefault(key, index)
+            accepted_refs.setdefault(pushed, index)
     for task_id, gained in ev.commits.items():
         if len(gained) > 1:
-            found.append(_m("COMMIT-3", f"/origin/{task_id}/commits", "at most one", list(gained), "the branch gained more than one commit"))
+            found.append(
+                _m(
+                    "COMMIT-3",
+                    f"/origin/{task_id}/commits",
+                    "at most one",
+                    list(gained),
+                    "the branch gained more than one commit",
+                )
+            )
     keys: dict[tuple[str, int], set[str]] = {}
     bodies: dict[tuple[str, int], set[str]] = {}
     for submission in ev.submissions:
-        attempt = (str(submission["task_id"]), int(submission["attempt"]))
-        keys.setdefault(attempt, set()).add(str(submission["key"]))
-        bodies.setdefault(attempt, set()).add(str(submission["result_hash"]))
-    for (task_id, attempt), used in sorted(keys.items()):
+        which = (str(submission["task_id"]), int(submission["attempt"]))
+        keys.setdefault(which, set()).add(str(submission["key"]))
+        bodies.setdefault(which, set()).add(str(submission["result_hash"]))
+    for (task_id, number), used in sorted(keys.items()):
+        where = f"/control-plane/{task_id}/{number}"
         if len(used) > 1:
-            found.append(_m("KEY-1", f"/control-plane/{task_id}/{attempt}/keys", "one key per attempt", sorted(used), "an attempt used more than one key"))
-        if len(bodies[(task_id, attempt)]) > 1:
-            found.append(_m("SUB-4", f"/control-plane/{task_id}/{attempt}/bodies", "one body per key", sorted(bodies[(task_id, attempt)]), "another body was sent under the key"))
-    by_task: dict[str, list[tuple[int, str]]] = {}
-    for (task_id, attempt), used in keys.items():
-        by_task.setdefault(task_id, []).extend((attempt, key) for key in used)
-    for task_id, pairs in by_task.items():
-        owners: dict[str, set[int]] = {}
-        for attempt, key in pairs:
-            owners.setdefault(key, set()).add(attempt)
-        shared = {key: sorted(ats) for key, ats in owners.items() if len(ats) > 1}
-        if shared:
-            found.append(_m("KEY-1", f"/control-plane/{task_id}/keys", "a different key per attempt", shared, "two attempts shared a key"))
+            found.append(
+                _m("KEY-1", f"{where}/keys", "one key per attempt", sorted(used), "an attempt used more than one key")
+            )
+        sent = bodies[(task_id, number)]
+        if len(sent) > 1:
+            found.append(
+                _m("SUB-4", f"{where}/bodies", "one body per key", sorted(sent), "another body was sent under the key")
+            )
+    owners: dict[tuple[str, str], set[int]] = {}
+    for (task_id, number), used in keys.items():
+        for key in used:
+            owners.setdefault((task_id, key), set()).add(number)
+    for (task_id, key), numbers in sorted(owners.items()):
+        if len(numbers) > 1:
+            found.append(
+                _m(
+                    "KEY-1",
+                    f"/control-plane/{task_id}/keys",
+                    "a different key per attempt",
+                    {key: sorted(numbers)},
+                    "two attempts shared a key",
+                )
+            )
     for task_id, facts in ev.tasks.items():
         stored = facts.get("stored")
         if stored and task_id in ev.expected:
             want = result_hash(ev.expected[task_id])
             if stored.get("result_hash") != want:
                 found.append(
-                    _m("TASK-2", f"/control-plane/{task_id}/stored", ev.expected[task_id], stored.get("result"), "the stored result is not the task's result")
+                    _m(
+                        "TASK-2",
+                        f"/control-plane/{task_id}/stored",
+                        ev.expected[task_id],
+                        stored.get("result"),
+                        "the stored result is not the task's result",
+                    )
                 )
     return found
 
@@ -189,15 +260,25 @@ def submitted_backing(ev: Evidence) -> list[Mismatch]:
     for row in ev.rows:
         if row["phase"] != "result_submitted":
             continue
-        stored = ev.tasks.get(row["task_id"], {}).get("stored")
+        stored: Mapping[str, Any] | None = ev.tasks.get(row["task_id"], {}).get("stored")
         answered = any(
             s["task_id"] == row["task_id"] and s["key"] == row["idempotency_key"] and 200 <= int(s["status"]) < 300
             for s in ev.submissions
         )
-        exact = bool(stored) and stored.get("attempt") == row["attempt"] and stored.get("result_hash") == row["result_hash"]
+        exact = (
+            stored is not None
+            and stored.get("attempt") == row["attempt"]
+            and stored.get("result_hash") == row["result_hash"]
+        )
         if not (answered or exact):
             found.append(
-                _m("SUB-7", f"/journal/{row['task_id']}/{row['attempt']}/result_submitted", "a 2xx answer or an exact match", stored, "result_submitted without the control plane holding the result")
+                _m(
+                    "SUB-7",
+                    f"/journal/{row['task_id']}/{row['attempt']}/result_submitted",
+                    "a 2xx answer or an exact match",
+                    stored,
+                    "result_submitted without the control plane holding the result",
+                )
             )
     return found
 
@@ -209,7 +290,15 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
     terminal = {(ident[0], ident[1]) for ident, group in groups.items() if group[-1]["phase"] in TERMINAL}
     for lease in ev.leases:
         if lease.get("state") == "ACTIVE" and (lease.get("task_id"), lease.get("attempt")) in terminal:
-            found.append(_m("LEASE-5", f"/leases/{lease.get('lease_id')}", "released", "ACTIVE", "a terminal attempt still holds its lease at idle"))
+            found.append(
+                _m(
+                    "LEASE-5",
+                    f"/leases/{lease.get('lease_id')}",
+                    "released",
+                    "ACTIVE",
+                    "a terminal attempt still holds its lease at idle",
+                )
+            )
     last_of: dict[str, Row] = {}
     for row in ev.rows:
         last_of[row["task_id"]] = row
@@ -217,31 +306,69 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
         status, cache = ev.caches.get(task_id, ("absent", None))
         want = {"cache_version": 1, **{name: row[name] for name in COLUMNS}}
         if status != "ok" or not isinstance(cache, dict) or {k: cache.get(k) for k in want} != want:
-            found.append(_m("CACHE-4", f"/caches/{task_id}", {"seq": row["seq"], "phase": row["phase"]}, cache if status == "ok" else status, "the cache does not mirror the journal's last row at idle"))
+            found.append(
+                _m(
+                    "CACHE-4",
+                    f"/caches/{task_id}",
+                    {"seq": row["seq"], "phase": row["phase"]},
+                    cache if status == "ok" else status,
+                    "the cache does not mirror the journal's last row at idle",
+                )
+            )
     return found
 
 
 def settings_checks(settings: Sequence[Mapping[str, Any]] | None) -> list[Mismatch]:
     """JNL-5, attested: every connection's synchronous and journal mode."""
     if settings is None:
-        return [_m("ADP-1", "/p1.journal", "claimed", "not claimed", "no p1.journal: the JNL-5 evidence is missing (attested)")]
+        return [
+            _m(
+                "ADP-1",
+                "/p1.journal",
+                "claimed",
+                "not claimed",
+                "no p1.journal: the JNL-5 evidence is missing (attested)",
+            )
+        ]
     if not settings:
-        return [_m("JNL-5", "/p1.journal/connections", "at least one connection", [], "the worker reported no journal connection (attested)")]
+        return [
+            _m(
+                "JNL-5",
+                "/p1.journal/connections",
+                "at least one connection",
+                [],
+                "the worker reported no journal connection (attested)",
+            )
+        ]
     found = []
     for index, connection in enumerate(settings):
         synchronous = connection.get("synchronous")
         mode = str(connection.get("journalMode", "")).lower()
         busy = connection.get("busyTimeoutMs")
         if not isinstance(busy, int) or isinstance(busy, bool) or busy < 5000:
-            found.append(_m("JNL-6", f"/p1.journal/connections/{index}/busyTimeoutMs", ">= 5000", busy, "a journal connection's busy timeout is too short (attested)"))
+            found.append(
+                _m(
+                    "JNL-6",
+                    f"/p1.journal/connections/{index}/busyTimeoutMs",
+                    ">= 5000",
+                    busy,
+                    "a journal connection's busy timeout is too short (attested)",
+                )
+            )
         if synchronous not in SYNCHRONOUS_OK or mode not in JOURNAL_MODES_OK:
-            found.append(_m("JNL-5", f"/p1.journal/connections/{index}", {"synchronous": "2 or 3", "journalMode": list(JOURNAL_MODES_OK)}, dict(connection), "a journal connection is not synchronous=FULL (attested)"))
+            found.append(
+                _m(
+                    "JNL-5",
+                    f"/p1.journal/connections/{index}",
+                    {"synchronous": "2 or 3", "journalMode": list(JOURNAL_MODES_OK)},
+                    dict(connection),
+                    "a journal connection is not synchronous=FULL (attested)",
+                )
+            )
     return found
 
 
-def outcome_checks(
-    expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence
-) -> list[Mismatch]:
+def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:
     """Each task's expected convergence (FPT-4, the scenario's `expect`)."""
     found = []
     groups = attempts(ev.rows)
@@ -252,33 +379,71 @@ def outcome_checks(
         where = f"/expect/{name}"
         last = final[-1] if final else None
         if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
-            found.append(_m("FPT-4", f"{where}/final", outcome["final"], last["phase"] if last else None, "the task's final attempt ended elsewhere"))
+            found.append(
+                _m(
+                    "FPT-4",
+                    f"{where}/final",
+                    outcome["final"],
+                    last["phase"] if last else None,
+                    "the task's final attempt ended elsewhere",
+                )
+            )
         if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
-            found.append(_m("PHASE-4", f"{where}/reason", outcome["reason"], last["reason"] if last else None, "another reconciliation reason"))
+            found.append(
+                _m(
+                    "PHASE-4",
+                    f"{where}/reason",
+                    outcome["reason"],
+                    last["reason"] if last else None,
+                    "another reconciliation reason",
+                )
+            )
         facts = ev.tasks.get(task_id, {})
         if "state" in outcome and facts.get("state") != outcome["state"]:
-            found.append(_m("FPT-4", f"{where}/state", outcome["state"], facts.get("state"), "the control plane's task state"))
+            found.append(
+                _m("FPT-4", f"{where}/state", outcome["state"], facts.get("state"), "the control plane's task state")
+            )
         if "stored" in outcome:
-            stored = facts.get("stored")
-            ok = bool(stored) and task_id in ev.expected and stored.get("result_hash") == result_hash(ev.expected[task_id])
+            stored: Mapping[str, Any] | None = facts.get("stored")
+            ok = (
+                stored is not None
+                and task_id in ev.expected
+                and stored.get("result_hash") == result_hash(ev.expected[task_id])
+            )
             if ok != outcome["stored"]:
-                found.append(_m("FPT-4", f"{where}/stored", outcome["stored"], stored, "the control plane's stored result"))
+                found.append(
+                    _m("FPT-4", f"{where}/stored", outcome["stored"], stored, "the control plane's stored result")
+                )
         if "attempts" in outcome and len(mine) != outcome["attempts"]:
             found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine), "attempts with rows"))
         if "pushes" in outcome:
             accepted = [p for p in ev.pushes if p.get("accepted") and p.get("task_id") == task_id]
             if len(accepted) != outcome["pushes"]:
-                found.append(_m("COMMIT-3", f"{where}/pushes", outcome["pushes"], len(accepted), "accepted pushes of the governed commit"))
+                found.append(
+                    _m(
+                        "COMMIT-3",
+                        f"{where}/pushes",
+                        outcome["pushes"],
+                        len(accepted),
+                        "accepted pushes of the governed commit",
+                    )
+                )
         if "reused" in outcome:
             reused = any(row["reused_from"] is not None for row in final)
             if reused != outcome["reused"]:
-                found.append(_m("SCOPE-3", f"{where}/reused", outcome["reused"], reused, "whether the final attempt reused a row"))
+                found.append(
+                    _m(
+                        "SCOPE-3",
+                        f"{where}/reused",
+                        outcome["reused"],
+                        reused,
+                        "whether the final attempt reused a row",
+                    )
+                )
     return found
 
 
-def judge(
-    expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence
-) -> list[Mismatch]:
+def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:
     """Every check of a scenario; an empty list is a pass."""
     found = journal_checks(ev.rows, ev.snapshots)
     found += side_effect_checks(ev)

@@ -144,7 +144,9 @@ def _cat_blob(origin: Origin, blob: str) -> bytes:
 
 def expected_capture(origin: Origin, base_oid: str) -> dict[str, Any]:
     """The result body TASK-3 demands, computed by the kit from the origin."""
-    files = [{"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in tree_blobs(origin, base_oid)]
+    files = [
+        {"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in tree_blobs(origin, base_oid)
+    ]
     return {"base_oid": base_oid, "files": files, "kind": "source_capture"}
 
 

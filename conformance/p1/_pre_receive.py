@@ -1,58 +1,135 @@
-"""The origin's pre-receive hook: the origin itself, not the worker, enforces the governed-commit rule.
+"""The origin's hooks: the origin itself, not the worker, enforces the governed-commit rule (CP-18).
 
-Copied into each scenario's bare repository and run by git with the kit's interpreter. It imports
-nothing of resumekit, so it runs wherever git runs it. Every attempt is logged, accepted or refused,
+Copied into each scenario's bare repository and run by git with the kit's interpreter, as
+``resumekit_pre_receive.py pre-receive`` and ``... post-receive``. It imports nothing of resumekit (only
+the standard library), so it runs wherever git runs it. Every attempt is logged, accepted or refused,
 before git is told the verdict, so the kit can count recommit attempts as well as landed commits.
 
-Policy (``resumekit-policy.json`` in the repository): ``{"refs/heads/NAME": "EXPECTED_OLD_OID"}``.
-An update is accepted only if its ref is in the policy, it is not a deletion, and the ref's current
-value is exactly the expected one.
+Policy (``resumekit-policy.json`` in the repository), one of:
+
+- ``{"control_plane": {"check_url": URL, "updated_url": URL, "repository": NAME}}``: the pre-receive
+  hook posts every update, with the facts it reads from git (the new object's type and parents), to the
+  control plane's ``check_url``, which decides CP-18 (1) to (4) against its leases and logs the attempt;
+  an unreachable control plane means refusal. The post-receive hook tells ``updated_url`` what landed,
+  before the push returns (the ``origin_ref_updated`` kill point). The hook refuses a creation or a
+  deletion itself as well.
+- ``{"refs": {"refs/heads/NAME": "EXPECTED_OLD_OID"}}`` (no control plane): an update is accepted only
+  if its ref is named, it is not a deletion, and the ref's current value is the expected one.
 """
+
+from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
+import urllib.request
+from typing import Any
+
+Update = tuple[str, str, str]  # old, new, ref, as git gives them (an alias: no future import here)
 
 ZERO = "0" * 40
+TIMEOUT_S = 40.0
 
 
-def main() -> int:
+def _git(git_dir: str, *args: str) -> str | None:
+    done = subprocess.run(
+        ["git", *args], capture_output=True, env={**os.environ, "GIT_DIR": git_dir}, timeout=60, check=False
+    )
+    return done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else None
+
+
+def _facts(git_dir: str, new: str) -> tuple[str | None, list[str]]:
+    """The type of the new object and its parents (for a commit), read from git inside the push's quarantine."""
+    if new == ZERO:
+        return None, []
+    kind = _git(git_dir, "cat-file", "-t", new)
+    parents: list[str] = []
+    if kind == "commit":
+        line = _git(git_dir, "rev-list", "--parents", "-n", "1", new) or ""
+        parents = line.split()[1:]
+    return kind, parents
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    data = json.dumps(body, sort_keys=True).encode("utf-8")
+    request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
+        return json.loads(answer.read().decode("utf-8"))
+
+
+def _ask(control_plane: dict[str, str], git_dir: str, updates: list[Update]) -> list[str]:
+    body_updates: list[dict[str, Any]] = []
+    for old, new, ref in updates:
+        kind, parents = _facts(git_dir, new)
+        body_updates.append({"ref": ref, "old": old, "new": new, "type": kind, "parents": parents})
+    try:
+        answer = _post(control_plane["check_url"], {"repository": control_plane["repository"], "updates": body_updates})
+        verdicts = answer["updates"]
+        if len(verdicts) != len(updates):
+            raise ValueError("the control plane answered another number of updates")
+        reasons = [("" if verdict["accepted"] else (verdict["reason"] or "refused")) for verdict in verdicts]
+    except Exception as error:  # unreachable, 5xx, garbage: the origin refuses
+        reasons = [f"the control plane could not be asked: {error}"] * len(updates)
+    for index, (old, new, ref) in enumerate(updates):
+        if not reasons[index] and old == ZERO:
+            reasons[index] = f"creating {ref} is refused"
+        elif not reasons[index] and new == ZERO:
+            reasons[index] = f"deleting {ref} is refused"
+    return reasons
+
+
+def _static(policy: dict[str, str], updates: list[Update]) -> list[str]:
+    reasons: list[str] = []
+    for old, new, ref in updates:
+        if ref not in policy:
+            reasons.append(f"ref {ref} is not governed here")
+        elif new == ZERO:
+            reasons.append(f"deleting {ref} is refused")
+        elif old != policy[ref]:
+            reasons.append(f"{ref} is at {old}, not at the expected {policy[ref]}")
+        else:
+            reasons.append("")
+    return reasons
+
+
+def main(mode: str) -> int:
     git_dir = os.environ.get("GIT_DIR", ".")
     with open(os.path.join(git_dir, "resumekit-policy.json"), encoding="utf-8") as handle:
         policy = json.load(handle)
-    verdict = 0
-    records = []
-    for line in sys.stdin.read().splitlines():
-        parts = line.split()
-        if len(parts) != 3:
-            continue
-        old, new, ref = parts
-        if ref not in policy:
-            reason = f"ref {ref} is not governed here"
-        elif new == ZERO:
-            reason = f"deleting {ref} is refused"
-        elif old != policy[ref]:
-            reason = f"{ref} is at {old}, not at the expected {policy[ref]}"
-        else:
-            reason = ""
+    lines = (line.split() for line in sys.stdin.read().splitlines())
+    updates: list[Update] = [(parts[0], parts[1], parts[2]) for parts in lines if len(parts) == 3]
+    control_plane = policy.get("control_plane")
+    if mode == "post-receive":
+        if control_plane and updates:
+            body = {
+                "repository": control_plane["repository"],
+                "updates": [{"ref": ref, "old": old, "new": new} for old, new, ref in updates],
+            }
+            try:
+                _post(control_plane["updated_url"], body)
+            except Exception as error:  # the refs have moved; nothing to undo, only to say
+                sys.stderr.write(f"resumekit origin: could not tell the control plane: {error}\n")
+        return 0
+    reasons = _ask(control_plane, git_dir, updates) if control_plane else _static(policy.get("refs", {}), updates)
+    # A push is all or nothing: if any update is refused, none of its updates lands.
+    refused = any(reasons)
+    records: list[dict[str, Any]] = []
+    for (old, new, ref), reason in zip(updates, reasons, strict=True):
+        if refused and not reason:
+            reason = "another update of the same push was refused"
         record = {"ref": ref, "old": old, "new": new, "accepted": not reason, "reason": reason, "at": time.time()}
         records.append(record)
         if reason:
-            verdict = 1
             sys.stderr.write(f"resumekit origin: refused: {reason}\n")
-    # A push is all or nothing: if any update is refused, none of its updates lands.
-    if verdict:
-        for record in records:
-            if record["accepted"]:
-                record["accepted"], record["reason"] = False, "another update of the same push was refused"
     with open(os.path.join(git_dir, "resumekit-pushes.jsonl"), "a", encoding="utf-8") as log:
         for record in records:
             log.write(json.dumps(record, sort_keys=True) + "\n")
         log.flush()
         os.fsync(log.fileno())
-    return verdict
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "pre-receive"))

@@ -88,8 +88,17 @@ class Origin:
         return out.split()
 
     def govern(self, expected: Mapping[str, str]) -> None:
-        """Tell the hook which refs may move, each only from the given commit."""
-        policy = {(ref if ref.startswith("refs/") else f"refs/heads/{ref}"): oid for ref, oid in expected.items()}
+        """Without a control plane: tell the hook which refs may move, each only from the given commit."""
+        refs = {(ref if ref.startswith("refs/") else f"refs/heads/{ref}"): oid for ref, oid in expected.items()}
+        self._write_policy({"refs": refs})
+
+    def connect(self, *, check_url: str, updated_url: str, repository: str) -> None:
+        """Have the hook ask a control plane about every update (CP-18) and tell it of every landed one."""
+        self._write_policy(
+            {"control_plane": {"check_url": check_url, "updated_url": updated_url, "repository": repository}}
+        )
+
+    def _write_policy(self, policy: Mapping[str, Any]) -> None:
         (self.path / _POLICY).write_text(json.dumps(policy, sort_keys=True), encoding="utf-8")
 
     def pushes(self) -> list[dict[str, Any]]:
@@ -103,11 +112,11 @@ class Origin:
         return git(["log", "-1", "--format=%B", oid], cwd=self.path)
 
 
-def _hook_script(python: str) -> str:
+def _hook_script(python: str, mode: str) -> str:
     # git runs hooks through a POSIX shell on every OS (Git for Windows brings its own sh), which takes
     # forward slashes in a Windows path.
     exe = python.replace("\\", "/")
-    return f'#!/bin/sh\nexec "{exe}" "$GIT_DIR/hooks/resumekit_pre_receive.py"\n'
+    return f'#!/bin/sh\nexec "{exe}" "$GIT_DIR/hooks/resumekit_pre_receive.py" {mode}\n'
 
 
 def create_origin(root: Path, files: Mapping[str, str], *, branch: str = "main", message: str = "base") -> Origin:
@@ -130,9 +139,10 @@ def create_origin(root: Path, files: Mapping[str, str], *, branch: str = "main",
     hooks = bare / "hooks"
     hooks.mkdir(exist_ok=True)
     shutil.copyfile(_HOOK, hooks / "resumekit_pre_receive.py")
-    hook = hooks / "pre-receive"
-    hook.write_text(_hook_script(sys.executable), encoding="utf-8", newline="\n")
-    hook.chmod(0o755)
+    for mode in ("pre-receive", "post-receive"):
+        hook = hooks / mode
+        hook.write_text(_hook_script(sys.executable, mode), encoding="utf-8", newline="\n")
+        hook.chmod(0o755)
     origin = Origin(path=bare, branch=branch, base_oid=base)
     origin.govern({})
     return origin

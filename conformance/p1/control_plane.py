@@ -1,0 +1,370 @@
+"""The kit's simulated control plane (docs/spec/p1-control-plane.md): a real HTTP server on the loopback.
+
+A thin shell around the pure core of ``cp_core``: it speaks HTTP (``ThreadingHTTPServer`` in a daemon
+thread), holds one lock around the core, reads the origins' refs and moves branches when the core asks,
+runs the observer's moment checks (CP-20) before the core stores anything, appends every log entry to
+a JSON-lines file, flushed and fsynced before the answer leaves (CP-19), and then answers, drops the
+connection, or holds the answer, as the script says (CP-21). Each worker gets a base URL of its own,
+``/w/<worker>/``, which is how its requests are attributed (CP-1).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any, Protocol
+from urllib.parse import quote, unquote, urlsplit
+
+from resumekit.conformance.p1 import cp_core as core
+from resumekit.conformance.p1 import faults as F
+from resumekit.conformance.p1.origin import GitError, Origin, git
+
+MAX_BODY = 1 << 20
+
+
+class Observer(Protocol):
+    """The kit's moment checks (CP-20, EVID-4); each returns the problems it found, logged with the request."""
+
+    def on_first_request(self, worker: str) -> list[str]: ...
+
+    def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]: ...
+
+    def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]: ...
+
+    def on_push(self, task_id: str, attempt: int, ref: str, old: str, new: str) -> list[str]: ...
+
+    def on_kill_point(self, name: str, worker: str) -> None: ...
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    plane: ControlPlane
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def do_PATCH(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        split = urlsplit(self.path)
+        worker: str | None = None
+        relative = split.path.lstrip("/")
+        if split.path.startswith("/w/"):
+            name, sep, rest = split.path[3:].partition("/")
+            if sep and name:
+                worker, relative = unquote(name), rest
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        refusal = None
+        if self.headers.get("Transfer-Encoding"):
+            refusal = "send bodies with Content-Length, not a Transfer-Encoding"
+        elif not 0 <= length <= MAX_BODY:
+            refusal = f"Content-Length must be 0 to {MAX_BODY}"
+        if refusal is not None:
+            # The body cannot be read: answered here, logged all the same, and the connection closed.
+            self.close_connection = True
+            self._send(400, self.server.plane._refuse(self.command, relative, worker, refusal))
+            return
+        body = self.rfile.read(length) if length else b""
+        headers: dict[str, tuple[str, ...]] = {}
+        for name, value in self.headers.items():
+            headers[name.lower()] = (*headers.get(name.lower(), ()), value)
+        request = core.Request(self.command, relative, split.query, headers, body, worker)
+        outcome = self.server.plane._serve(request)
+        if outcome.transport == "drop":
+            self.close_connection = True
+            return
+        if outcome.transport == "delay":
+            time.sleep(outcome.delay_s)
+        assert outcome.body is not None
+        self._send(outcome.status, outcome.body)
+
+    def _send(self, status: int, body: Mapping[str, Any]) -> None:
+        data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            # The worker is gone (a kill point): nothing is left to answer.
+            self.close_connection = True
+
+
+class ControlPlane:
+    """The simulated Task API and Bridge/GitOps authority of one scenario, with its durable log."""
+
+    def __init__(
+        self,
+        *,
+        log_path: Path,
+        clock_ms: int = 1_000_000_000_000,
+        ttl_ms: int = 30_000,
+        retry_after_ms: int = 20,
+        observer: Observer | None = None,
+    ) -> None:
+        self._state = core.State(now_ms=clock_ms, ttl_ms=ttl_ms, retry_after_ms=retry_after_ms)
+        self._observer = observer
+        self._lock = threading.RLock()
+        self._log_path = Path(log_path)
+        self._log_file: IO[bytes] | None = None
+        self._entries: list[dict[str, Any]] = []
+        self._origins: dict[str, Origin] = {}
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
+        if self._server is not None:
+            raise RuntimeError("the control plane is already started")
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = open(self._log_path, "ab")  # noqa: SIM115 - kept open until close()
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.plane = self
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="resumekit-control-plane", daemon=True)
+        self._thread.start()
+        for repository, origin in self._origins.items():
+            self._connect(repository, origin)
+
+    def close(self) -> None:
+        """Stop serving and close the log."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        with self._lock:
+            if self._log_file is not None:
+                self._log_file.close()
+                self._log_file = None
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the control plane is not started")
+        return int(self._server.server_address[1])
+
+    def base_url(self, worker: str) -> str:
+        """The base URL of one worker (CP-1): every request through it is attributed to *worker*."""
+        if not worker or "/" in worker:
+            raise ValueError(f"a worker name is a non-empty path segment, not {worker!r}")
+        return f"http://127.0.0.1:{self.port}/w/{quote(worker, safe='')}/"
+
+    def kit_url(self, path: str) -> str:
+        """The URL of one of the kit's own paths (CP-22), such as ``_kit/origin/check``."""
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    # ------------------------------------------------------------ the kit's operations
+
+    def add_origin(self, repository: str, origin: Origin) -> None:
+        """Serve *origin* for *repository*: its URL becomes the tasks' ``origin_url`` and its hook asks here."""
+        with self._lock:
+            self._origins[repository] = origin
+            self._state.origins[repository] = origin.url
+            if self._server is not None:
+                self._connect(repository, origin)
+
+    def issue(self, task: Mapping[str, Any]) -> None:
+        """Issue a task's first official attempt (QUEUED); ``origin_url`` defaults to the repository's origin."""
+        self._kit(lambda log: core.kit_issue(self._state, log, task))
+
+    def reissue(self, task_id: str, **changes: Any) -> None:
+        """Issue the next official attempt, with identity fields changed as given (CP-6)."""
+        self._kit(lambda log: core.kit_reissue(self._state, log, task_id, changes))
+
+    def move_clock(self, delta_ms: int) -> None:
+        """Move CP time forward or backward; leases expire at once where due (CP-4, CP-12)."""
+        self._kit(lambda log: core.kit_move_clock(self._state, log, delta_ms))
+
+    def set_state(self, task_id: str, state: str) -> None:
+        """Kit only: VERIFYING to SUCCEEDED or FAILED, or an operator's FAILED or RECONCILIATION_REQUIRED."""
+        self._kit(lambda log: core.kit_set_state(self._state, log, task_id, state))
+
+    def script(self, *faults: F.Fault) -> None:
+        """Script faults (CP-21): those that wait for a request fire in order of matching."""
+        for fault in faults:
+            self._kit(functools.partial(self._script_one, fault))
+
+    def _script_one(self, fault: F.Fault, log: core.Log) -> None:
+        if isinstance(fault, F.MoveBranch) and fault.on is None:
+            log.add("fault_scripted", fault=F.fault_to_mapping(fault))
+            self._move_branch(fault, log)
+            return
+        heads = self._heads() if isinstance(fault, (F.SecondLease, F.Fence)) else {}
+        core.kit_script(self._state, log, fault, heads)
+
+    def script_mappings(self, *faults: Mapping[str, Any]) -> None:
+        """Script faults written as mappings, as a YAML scenario names them."""
+        self.script(*(F.fault_from_mapping(fault) for fault in faults))
+
+    def _kit(self, action: Callable[[core.Log], None]) -> None:
+        with self._lock:
+            log = core.Log(self._state, None)
+            try:
+                action(log)
+            finally:
+                self._write(log.entries)
+
+    # ------------------------------------------------------------ evidence
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every log entry so far, in order (copies)."""
+        with self._lock:
+            return json.loads(json.dumps(self._entries))  # type: ignore[no-any-return]
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        """The task's state, current attempt (``task``), stored result, every attempt and their leases."""
+        with self._lock:
+            if task_id not in self._state.tasks:
+                raise KeyError(task_id)
+            return core.task_view(self._state, task_id)
+
+    def leases(self, repository: str, target_branch: str) -> list[dict[str, Any]]:
+        """Every lease granted on the branch, in order of grant (copies)."""
+        with self._lock:
+            return [core.lease_view(lease) for lease in core.branch_leases(self._state, repository, target_branch)]
+
+    def now_ms(self) -> int:
+        with self._lock:
+            return self._state.now_ms
+
+    # ------------------------------------------------------------ the shell
+
+    def _serve(self, request: core.Request) -> core.Outcome:
+        with self._lock:
+            plan = core.prepare(self._state, request)
+            log = core.Log(self._state, plan.number)
+            log.entries = plan.entries
+            for move in plan.move_branches:
+                self._move_branch(move, log)
+            heads = self._heads() if plan.needs_heads else {}
+            checks = [(moment, self._moment(moment)) for moment in plan.moments]
+            outcome = core.handle(self._state, request, plan, heads, checks)
+            self._write(outcome.entries)
+        if outcome.kill_point is not None and self._observer is not None:
+            self._observer.on_kill_point(outcome.kill_point, outcome.kill_worker or "")
+        return outcome
+
+    def _refuse(self, method: str, path: str, worker: str | None, message: str) -> dict[str, Any]:
+        """Log a request whose body the shell could not read, and give its 400 body."""
+        with self._lock:
+            number = self._state.next_request
+            self._state.next_request += 1
+            log = core.Log(self._state, number)
+            fields = {"worker": worker, "method": method, "path": path, "endpoint": None, "idempotency_key": None}
+            log.add("request", **fields, body_sha256=None, status=400, answer="answer", message=message)
+            self._write(log.entries)
+            return {"error": "bad_request", "message": message, "now_ms": self._state.now_ms}
+
+    def _moment(self, moment: core.Moment) -> list[str]:
+        observer = self._observer
+        if observer is None:
+            return []
+        args = moment.args
+        try:
+            if moment.check == "first_request":
+                return list(observer.on_first_request(args["worker"]))
+            if moment.check == "submission":
+                return list(
+                    observer.on_submission(
+                        args["worker"], args["task_id"], args["attempt"], args["key"], args["result_hash"]
+                    )
+                )
+            if moment.check == "receipt":
+                return list(observer.on_receipt(args["worker"], args["task_id"], args["attempt"], args["commit_oid"]))
+            if moment.check == "push":
+                return list(observer.on_push(args["task_id"], args["attempt"], args["ref"], args["old"], args["new"]))
+        except Exception as error:  # a broken check is a finding, never a crash of the control plane
+            return [f"the {moment.check} check raised {type(error).__name__}: {error}"]
+        return [f"unknown moment check {moment.check!r}"]
+
+    def _heads(self) -> dict[tuple[str, str], str | None]:
+        heads: dict[tuple[str, str], str | None] = {}
+        for repository, origin in self._origins.items():
+            out = git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/"], cwd=origin.path)
+            for line in out.splitlines():
+                ref, _, oid = line.partition(" ")
+                heads[(repository, ref[len("refs/heads/"):])] = oid
+        return heads
+
+    def _move_branch(self, move: F.MoveBranch, log: core.Log) -> None:
+        origin = self._origins.get(move.repository)
+        if origin is None:
+            raise core.KitError(f"no origin for repository {move.repository!r}")
+        before = origin.head(move.branch)
+        try:
+            git(["update-ref", f"refs/heads/{move.branch}", move.oid], cwd=origin.path)
+        except GitError as error:
+            log.add("branch_moved", repository=move.repository, branch=move.branch, old=before, new=move.oid,
+                    done=False, error=str(error))
+            return
+        log.add("branch_moved", repository=move.repository, branch=move.branch, old=before, new=move.oid, done=True)
+
+    def _connect(self, repository: str, origin: Origin) -> None:
+        origin.connect(
+            check_url=self.kit_url("_kit/origin/check"),
+            updated_url=self.kit_url("_kit/origin/updated"),
+            repository=repository,
+        )
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        """Append entries to the durable log: written, flushed and fsynced before the caller goes on (CP-19)."""
+        if not entries:
+            return
+        lines = []
+        for entry in entries:
+            entry = {"seq": len(self._entries) + 1, **entry}
+            self._entries.append(entry)
+            lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        if self._log_file is None:
+            # Before start() (tasks issued while the scenario is set up): written at once all the same.
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self._log_path, "ab") as handle:
+                handle.write("".join(lines).encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            return
+        self._log_file.write("".join(lines).encode("utf-8"))
+        self._log_file.flush()
+        os.fsync(self._log_file.fileno())

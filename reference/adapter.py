@@ -16,20 +16,28 @@ import io
 import json
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from resumekit.conformance import __version__
+from resumekit.conformance.adapters import CAPABILITIES as _KIT_CAPABILITIES
+from resumekit.reference.p1.control import Control
+from resumekit.reference.p1.worker import Worker, WorkerConfig
 from resumekit.reference.phase0.projection import build_resume_plan
 from resumekit.reference.phase0.store import CorruptLedger, LedgerStore
 
-__all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
+__all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "IMPLEMENTED", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
 
 PROTOCOL_VERSION = 1
 IMPLEMENTATION_NAME = "resumekit-reference"
-CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file")
+IMPLEMENTED = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file", "p1.worker", "p1.journal")
+# The P1 commands are always served; hello claims a capability only once the bundled kit knows it, since
+# a kit of Phase 0 refuses a hello with capabilities it does not know.
+CAPABILITIES = tuple(name for name in IMPLEMENTED if name in _KIT_CAPABILITIES)
+_STOP_JOIN_S = 60.0
 PROFILES = ("core", "strict")
 
 
@@ -70,6 +78,8 @@ class Harness:
         self._markers: list[Path] = []
         self._markers_written = False
         self._atexit_registered = False
+        self._worker: _RunningWorker | None = None
+        self._journal_settings: list[dict[str, Any]] = []
         self._commands: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "hello": self._hello,
             "phase0.plan": self._plan,
@@ -79,6 +89,11 @@ class Harness:
             "phase0.store.plan": self._store_plan,
             "phase0.crash.arm": self._crash_arm,
             "phase0.ledger.locate": self._ledger_locate,
+            "p1.worker.start": self._worker_start,
+            "p1.worker.wait": self._worker_wait,
+            "p1.worker.continue": self._worker_continue,
+            "p1.worker.stop": self._worker_stop,
+            "p1.journal.settings": self._journal_settings_cmd,
         }
 
     # -- dispatch ---------------------------------------------------------------------------------
@@ -177,6 +192,51 @@ class Harness:
     def _ledger_locate(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"path": str(self._open_store().ledger_path.absolute())}
 
+    # -- P1: the worker, run in a thread of this process (ADP-2) ----------------------------------
+
+    def _running(self) -> _RunningWorker:
+        if self._worker is None:
+            raise RequestError("no worker was started: send 'p1.worker.start' first")
+        return self._worker
+
+    def _worker_start(self, request: dict[str, Any]) -> dict[str, Any]:
+        config = _field(request, "config", dict)
+        failpoint = _failpoint(request)
+        marker = _field(request, "marker", str, required=False)
+        if self._worker is not None and self._worker.control.exit_code is None:
+            raise RequestError("a worker of this adapter is running; stop it first")
+        paths = {}
+        for name in ("controlPlaneUrl", "workspaceRoot", "stateDir"):
+            value = config.get(name)
+            if not isinstance(value, str) or not value:
+                raise RequestError(f"'p1.worker.start': config.{name} must be a non-empty string")
+            paths[name] = value
+        settings: list[dict[str, Any]] = []
+        self._journal_settings = settings
+        worker_config = WorkerConfig(paths["controlPlaneUrl"], Path(paths["workspaceRoot"]), Path(paths["stateDir"]))
+        self._worker = _RunningWorker(worker_config, failpoint, None if marker is None else Path(marker).absolute(),
+                                      settings)
+        return {"pid": os.getpid()}
+
+    def _worker_wait(self, request: dict[str, Any]) -> dict[str, Any]:
+        timeout = _field(request, "timeoutMs", int)
+        if timeout < 0:
+            raise RequestError("'timeoutMs' must not be negative")
+        state = self._running().control.wait(timeout / 1000)
+        if state["state"] == "blocked":
+            state["pid"] = os.getpid()
+        return state
+
+    def _worker_continue(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._running().control.release(_failpoint(request))
+        return {}
+
+    def _worker_stop(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"exitCode": self._running().stop()}
+
+    def _journal_settings_cmd(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"connections": [dict(entry) for entry in list(self._journal_settings)]}
+
     # -- exit paths -------------------------------------------------------------------------------
 
     def write_markers(self) -> None:
@@ -197,11 +257,67 @@ class Harness:
             store.close()
 
     def shutdown(self) -> None:
-        """Release the store and write the armed markers."""
+        """Stop a running worker, release the store and write the armed markers."""
         try:
+            if self._worker is not None:
+                self._worker.stop()
             self.close_store()
         finally:
             self.write_markers()
+
+
+def _failpoint(request: dict[str, Any]) -> tuple[str, int] | None:
+    value = _field(request, "failpoint", dict, required=False)
+    if value is None:
+        return None
+    name, hit = value.get("name"), value.get("hit", 1)
+    if not isinstance(name, str) or not name or not isinstance(hit, int) or isinstance(hit, bool) or hit < 1:
+        raise RequestError(f"'failpoint' is {{\"name\": str, \"hit\": int >= 1}}, not {value!r}")
+    return name, hit
+
+
+class _RunningWorker:
+    """One worker process's life inside the adapter: a thread running :class:`Worker`.
+
+    The marker is written when the worker leaves in order (stop, or its own exit) and never on a kill,
+    which runs no code at all.
+    """
+
+    def __init__(self, config: WorkerConfig, failpoint: tuple[str, int] | None, marker: Path | None,
+                 settings: list[dict[str, Any]]) -> None:
+        self.control = Control(failpoint)
+        self.marker = marker
+        self._marker_lock = threading.Lock()
+        self._worker = Worker(config, self.control, settings)
+        self._thread = threading.Thread(target=self._main, name="p1-worker", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self._worker.run()
+        finally:
+            self.write_marker()
+
+    def write_marker(self) -> None:
+        with self._marker_lock:
+            marker, self.marker = self.marker, None
+        if marker is None:
+            return
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{IMPLEMENTATION_NAME} worker in pid {os.getpid()} exited in order\n", encoding="utf-8")
+        except OSError as error:
+            print(f"{IMPLEMENTATION_NAME}: cannot write the exit marker {marker}: {error}", file=sys.stderr)
+
+    def stop(self) -> int:
+        """Stop at the next step boundary (RESUME-5); the exit code once the worker has exited."""
+        self.control.request_stop()
+        self._thread.join(_STOP_JOIN_S)
+        code = self.control.exit_code
+        if code is None:
+            raise RuntimeError(f"the worker did not stop within {_STOP_JOIN_S:.0f} s")
+        self.write_marker()
+        return code
 
 
 # --------------------------------------------------------------------------------------------

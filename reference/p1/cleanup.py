@@ -12,12 +12,14 @@ import os
 import shutil
 import stat
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 __all__ = ["CleanupRefused", "is_link", "remove_stale_workspaces", "remove_tree"]
 
 WORKSPACE_GLOB = "task-*"
+RETRY_FOR_S = 2.0
 _IO_REPARSE_TAG_MOUNT_POINT = 0xA0000003
 
 
@@ -89,19 +91,86 @@ def remove_tree(root: Path, path: Path) -> None:
         _walk_remove(path)
 
 
-def remove_stale_workspaces(root: Path, keep: Callable[[str], bool] = lambda name: False) -> Iterable[str]:
-    """Remove every ``task-*`` entry directly under *root* that *keep* does not protect; yield each name."""
+def _clear_read_only(path: Path) -> None:
+    """Give every real directory and file under *path* (never through a link) its owner's write bit."""
+    for current, dirnames, filenames in os.walk(path, followlinks=False):
+        for name in [*dirnames, *filenames]:
+            child = os.path.join(current, name)
+            try:
+                status = os.lstat(child)
+                if not is_link(Path(child), status):
+                    os.chmod(child, stat.S_IMODE(status.st_mode) | stat.S_IWRITE | (stat.S_IEXEC | stat.S_IREAD
+                             if stat.S_ISDIR(status.st_mode) else 0))
+            except OSError:
+                pass
+    try:
+        status = os.lstat(path)
+        if stat.S_ISDIR(status.st_mode) and not is_link(path, status):
+            os.chmod(path, stat.S_IMODE(status.st_mode) | stat.S_IWRITE | stat.S_IEXEC | stat.S_IREAD)
+    except OSError:
+        pass
+
+
+def _remove_candidate(root: Path, path: Path) -> bool:
+    """Remove one checked candidate; True if it was a workspace entry (link or directory) and is gone."""
+    status = os.lstat(path)
+    if is_link(path, status):
+        _unlink_link(path)
+    elif stat.S_ISDIR(status.st_mode):
+        remove_tree(root, path)
+    else:
+        return False  # a plain file named task-*: not a workspace, not ours to judge
+    return True
+
+
+def remove_stale_workspaces(
+    root: Path,
+    keep: Callable[[str], bool] = lambda name: False,
+    before_remove: Callable[[str], None] = lambda name: None,
+    retry_for: float = RETRY_FOR_S,
+) -> Iterable[str]:
+    """Remove every ``task-*`` entry directly under *root* that *keep* does not protect; yield each name.
+
+    *before_remove* runs once per candidate after its check, before its removal (the
+    ``cleanup_before_remove`` failpoint). An entry that cannot be removed (read-only contents, a file
+    held open on Windows) has its read-only bits cleared and is retried with backoff for *retry_for*
+    seconds, then left in place and reported on stderr (CLEAN-5).
+    """
     if not root.is_dir():
         return
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         if not fnmatch.fnmatchcase(entry.name, WORKSPACE_GLOB) or keep(entry.name):
             continue
         path = root / entry.name
-        status = os.lstat(path)
-        if is_link(path, status):
-            _unlink_link(path)
-        elif stat.S_ISDIR(status.st_mode):
-            remove_tree(root, path)
-        else:
-            continue  # a plain file named task-*: not a workspace, not ours to judge
-        yield entry.name
+        try:
+            status = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not is_link(path, status) and not stat.S_ISDIR(status.st_mode):
+            continue
+        if not is_link(path, status) and not _inside(root, path):
+            continue  # CLEAN-3: a candidate that fails the check is left alone
+        before_remove(entry.name)
+        deadline = time.monotonic() + retry_for
+        delay = 0.02
+        while True:
+            try:
+                removed = _remove_candidate(root, path)
+                break
+            except FileNotFoundError:
+                removed = True
+                break
+            except CleanupRefused as error:
+                print(f"cleanup: left {entry.name} alone: {error}", file=sys.stderr)
+                removed = False
+                break
+            except OSError as error:
+                if time.monotonic() >= deadline:
+                    print(f"cleanup: cannot remove {entry.name}, left in place: {error}", file=sys.stderr)
+                    removed = False
+                    break
+                _clear_read_only(path)
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+        if removed:
+            yield entry.name

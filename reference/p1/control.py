@@ -1,0 +1,117 @@
+"""What the adapter and a running worker share: the armed failpoint, the stop request and the state
+that ``p1.worker.wait`` reports (FPT-2, ADP-2, RESUME-5)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+__all__ = ["Control", "StopRequested"]
+
+
+class StopRequested(Exception):
+    """The worker was asked to stop and has reached a step boundary (RESUME-5)."""
+
+
+class Control:
+    def __init__(self, failpoint: tuple[str, int] | None = None) -> None:
+        self._cond = threading.Condition()
+        self._armed = failpoint
+        self._hits: dict[str, int] = {}
+        self._blocked: str | None = None
+        self._stop = False
+        self._idle = False
+        self._exit_code: int | None = None
+
+    # -- the worker's side ------------------------------------------------------------------------
+
+    def failpoint(self, name: str) -> None:
+        """Count a hit of the site *name*; block here while it is the armed name and hit (FPT-2)."""
+        with self._cond:
+            hit = self._hits[name] = self._hits.get(name, 0) + 1
+            if self._stop or self._armed != (name, hit):
+                return
+            self._armed = None
+            self._blocked = name
+            self._cond.notify_all()
+            while self._blocked == name:
+                self._cond.wait()
+
+    def hits(self, name: str) -> int:
+        with self._cond:
+            return self._hits.get(name, 0)
+
+    @property
+    def stop_requested(self) -> bool:
+        with self._cond:
+            return self._stop
+
+    def check_stop(self) -> None:
+        if self.stop_requested:
+            raise StopRequested
+
+    def sleep(self, seconds: float) -> None:
+        """Wait in real time, waking early for a stop request (then raising StopRequested)."""
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            while not self._stop:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+        raise StopRequested
+
+    def set_idle(self, idle: bool) -> None:
+        with self._cond:
+            if self._idle != idle:
+                self._idle = idle
+                self._cond.notify_all()
+
+    def exited(self, code: int) -> None:
+        with self._cond:
+            self._exit_code = code
+            self._idle = False
+            self._cond.notify_all()
+
+    # -- the adapter's side -----------------------------------------------------------------------
+
+    @property
+    def exit_code(self) -> int | None:
+        with self._cond:
+            return self._exit_code
+
+    def state(self) -> dict[str, Any] | None:
+        if self._exit_code is not None:
+            return {"state": "exited", "exitCode": self._exit_code}
+        if self._blocked is not None:
+            return {"state": "blocked", "failpoint": self._blocked}
+        if self._idle:
+            return {"state": "idle"}
+        return None
+
+    def wait(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                state = self.state()
+                if state is not None:
+                    return state
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return {"state": "running"}
+                self._cond.wait(left)
+
+    def release(self, failpoint: tuple[str, int] | None) -> None:
+        """Release a blocked worker, disarm the failpoint reached and arm *failpoint* (ADP-2)."""
+        with self._cond:
+            self._blocked = None
+            self._armed = failpoint
+            self._cond.notify_all()
+
+    def request_stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._armed = None
+            self._blocked = None
+            self._cond.notify_all()

@@ -24,6 +24,7 @@ from resumekit.conformance.adapters import (
     process_factory,
 )
 from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
+from resumekit.conformance.p1 import harness
 from resumekit.conformance.phase0 import crash
 from resumekit.conformance.results import Source
 from resumekit.conformance.runner import run as run_cases
@@ -253,6 +254,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         runners = crash.runners(
             factory, profile=arguments.profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter
         )
+        runners["p1"] = harness.runner(factory, profile=arguments.profile)
     progress = report.ProgressReporter(stdout.write) if not arguments.quiet else None
     try:
         scheduled = any(case.kind == "schedule" for case in cases)

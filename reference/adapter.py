@@ -23,20 +23,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from resumekit.conformance import __version__
-from resumekit.conformance.adapters import CAPABILITIES as _KIT_CAPABILITIES
 from resumekit.reference.p1.control import Control
 from resumekit.reference.p1.worker import Worker, WorkerConfig
 from resumekit.reference.phase0.projection import build_resume_plan
 from resumekit.reference.phase0.store import CorruptLedger, LedgerStore
 
-__all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "IMPLEMENTED", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
+__all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
 
 PROTOCOL_VERSION = 1
 IMPLEMENTATION_NAME = "resumekit-reference"
-IMPLEMENTED = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file", "p1.worker", "p1.journal")
-# The P1 commands are always served; hello claims a capability only once the bundled kit knows it, since
-# a kit of Phase 0 refuses a hello with capabilities it does not know.
-CAPABILITIES = tuple(name for name in IMPLEMENTED if name in _KIT_CAPABILITIES)
+CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file", "p1.worker", "p1.journal")
 _STOP_JOIN_S = 60.0
 PROFILES = ("core", "strict")
 

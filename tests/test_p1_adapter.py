@@ -11,7 +11,7 @@ import pytest
 from resumekit.conformance.adapters import CAPABILITIES as KIT_CAPABILITIES
 from resumekit.conformance.p1.origin import create_origin
 from resumekit.conformance.schemas import ADAPTER_REQUEST, BASE, violations
-from resumekit.reference.adapter import IMPLEMENTED, Harness
+from resumekit.reference.adapter import CAPABILITIES, Harness
 from tests.p1_fake_cp import FakeControlPlane
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -56,7 +56,7 @@ def test_the_worker_through_the_protocol(tmp_path: Path) -> None:
     try:
         hello = talk("hello", protocol=1)
         # claimed once the bundled kit knows the P1 capabilities; served either way
-        assert set(hello["capabilities"]) == set(IMPLEMENTED) & set(KIT_CAPABILITIES)
+        assert set(hello["capabilities"]) == set(CAPABILITIES) <= set(KIT_CAPABILITIES)
         config = {"controlPlaneUrl": cp.url, "workspaceRoot": str(tmp_path / "ws"), "stateDir": str(tmp_path / "state")}
         start = talk("p1.worker.start", config=config, failpoint={"name": "after_claimed_row", "hit": 1},
                      marker=str(marker))

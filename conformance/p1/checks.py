@@ -239,7 +239,7 @@ def side_effect_checks(ev: Evidence) -> list[Mismatch]:
             )
     for task_id, facts in ev.tasks.items():
         stored = facts.get("stored")
-        if stored and task_id in ev.expected:
+        if stored and task_id in ev.expected and not facts.get("scripted_result"):
             want = result_hash(ev.expected[task_id])
             if stored.get("result_hash") != want:
                 found.append(
@@ -287,9 +287,10 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
     """What must hold once the worker is idle: leases released (LEASE-5), caches rebuilt (CACHE-4)."""
     found = []
     groups = attempts(ev.rows)
-    terminal = {(ident[0], ident[1]) for ident, group in groups.items() if group[-1]["phase"] in TERMINAL}
+    # Only the leases a terminal attempt recorded as its own: a lease the kit granted itself is not the worker's.
+    terminal = {row["lease_id"] for group in groups.values() if group[-1]["phase"] in TERMINAL for row in group}
     for lease in ev.leases:
-        if lease.get("state") == "ACTIVE" and (lease.get("task_id"), lease.get("attempt")) in terminal:
+        if lease.get("state") == "ACTIVE" and lease.get("lease_id") in terminal:
             found.append(
                 _m(
                     "LEASE-5",

@@ -556,7 +556,11 @@ def _control_evidence(control: ControlPlane, world: _World) -> dict[str, Any]:
                     "status": request["status"] if request and isinstance(request.get("status"), int) else 0,
                 }
             )
-    tasks = {task["task_id"]: control.task(task["task_id"]) for task in world.tasks.values()}
+    tasks = {task["task_id"]: dict(control.task(task["task_id"])) for task in world.tasks.values()}
+    for entry in log:
+        # A result the kit's own fault stored (a scripted 409) is not the worker's to answer for.
+        if entry.get("kind") == "result_stored" and entry.get("cause") == "scripted" and entry["task_id"] in tasks:
+            tasks[entry["task_id"]]["scripted_result"] = True
     leases: list[Mapping[str, Any]] = []
     branches = {(task["repository"], task["target_branch"]) for task in world.tasks.values()}
     for repository, branch in sorted(branches):

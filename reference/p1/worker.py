@@ -482,9 +482,10 @@ class Worker:
         if not isinstance(receipt, dict) or receipt.get("visibility") != "confirmed" \
                 or receipt.get("commit_oid") != oid:
             raise Reconcile("receipt_not_visible")
+        # COMMIT-4, read as COMMIT-6 reads it: the branch's only ACTIVE lease is this attempt's, at C. A
+        # second ACTIVE lease here fails the lease condition (lease_not_converged); lease_conflict is
+        # COMMIT-6's answer before the push only.
         active = [lease for lease in self._branch_leases(attempt) if lease.get("state") == "ACTIVE"]
-        if len(active) > 1:
-            raise Reconcile("lease_conflict")
         if len(active) != 1 or active[0].get("lease_id") != attempt.lease_id \
                 or active[0].get("current_head_oid") != oid:
             raise Reconcile("lease_not_converged")

@@ -26,6 +26,8 @@ from resumekit.conformance.results import Implementation
 
 DEFAULT_TIMEOUT = 10.0
 TRANSCRIPT_LENGTH = 8
+MAX_DEPTH = 128  # nesting of arrays and objects in one message (docs/adapter-protocol.md, Transport)
+START_ATTEMPTS = 3  # consecutive failed starts after which the kit stops starting an adapter
 _MESSAGE_PREVIEW = 600
 
 RESULT_SCHEMAS = {
@@ -156,6 +158,86 @@ def _preview(raw: bytes | str) -> str:
     return text if len(text) <= _MESSAGE_PREVIEW else text[:_MESSAGE_PREVIEW] + f"... ({len(text)} characters)"
 
 
+class MessageError(ValueError):
+    """A line that is not one strict JSON value of bounded depth."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise MessageError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise MessageError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def decode_message(raw: bytes) -> Any:
+    """The one decoding check for every message from an implementation: strict UTF-8 JSON.
+
+    NaN, Infinity and numbers out of a double's range are refused, as is nesting deeper than
+    ``MAX_DEPTH``, so nothing downstream meets a value JSON cannot carry or recursion it cannot
+    afford. Raise MessageError saying why.
+    """
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except MessageError:
+        raise
+    except RecursionError:
+        raise MessageError(f"it is nested deeper than {MAX_DEPTH} levels") from None
+    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, too-long int strings
+        raise MessageError(str(error)) from None
+    # Counting brackets is cheap and bounds the depth; only a message with many walks the tree.
+    if (raw.count(b"[") + raw.count(b"{") > MAX_DEPTH) and isinstance(value, (dict, list)) and _too_deep(value):
+        raise MessageError(f"it is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def is_integer(value: Any) -> bool:
+    """Whether *value* is a JSON integer as the protocol means it: not a bool, not a float like 7.0."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class StartBudget:
+    """Consecutive failed starts of one adapter, shared by every process made for it.
+
+    After ``START_ATTEMPTS`` failures in a row the kit stops trying: every later start fails at once
+    with the last reason, so a dead adapter does not cost a timeout per case.
+    """
+
+    def __init__(self, attempts: int = START_ATTEMPTS) -> None:
+        self.attempts = attempts
+        self.failures = 0
+        self.last: AdapterStartError | None = None
+
+    def check(self) -> None:
+        if self.failures >= self.attempts and self.last is not None:
+            raise AdapterStartError(
+                f"not started again: the last {self.failures} starts failed; the last one: {self.last.message}",
+                self.last.stderr_tail,
+            )
+
+    def failed(self, error: AdapterStartError) -> None:
+        self.failures += 1
+        self.last = error
+
+    def succeeded(self) -> None:
+        self.failures, self.last = 0, None
+
+
 class ProcessAdapter:
     """Talks protocol v1 to a long-lived child process, restarting it after any failure."""
 
@@ -168,8 +250,10 @@ class ProcessAdapter:
         validate_messages: bool = False,
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
+        budget: StartBudget | None = None,
     ) -> None:
         self.argv = list(argv)
+        self.budget = budget if budget is not None else StartBudget()
         self.label = label or shlex.join(self.argv)
         self.timeout = timeout
         self.validate_messages = validate_messages
@@ -185,6 +269,16 @@ class ProcessAdapter:
 
     def start(self) -> Implementation:
         """Start the process and shake hands; raise AdapterStartError if either fails."""
+        self.budget.check()
+        try:
+            implementation = self._start()
+        except AdapterStartError as error:
+            self.budget.failed(error)
+            raise
+        self.budget.succeeded()
+        return implementation
+
+    def _start(self) -> Implementation:
         try:
             self.process = LineProcess(self.argv, cwd=self.cwd, env=self.env)
         except ProcessGone as error:
@@ -231,7 +325,7 @@ class ProcessAdapter:
         if self.process is None:
             return
         with contextlib.suppress(ProcessGone):
-            self.process.send(self._encode({"cmd": "stop", "seq": self._next_seq()}))
+            self.process.send(self._encode({"cmd": "stop", "seq": self._next_seq()}), timeout=self.timeout)
         self.process.stop(grace=self.timeout)
         self.process = None
 
@@ -283,7 +377,7 @@ class ProcessAdapter:
         encoded = self._encode(message)
         self._transcript.append("-> " + _preview(encoded))
         try:
-            self.process.send(encoded)
+            self.process.send(encoded, timeout=self.timeout)
             raw = self.process.receive(self.timeout)
         except ReadTimeout as error:
             return self._fail(f"{cmd!r} got no response: {error} (is stdout flushed after each line?)")
@@ -294,8 +388,8 @@ class ProcessAdapter:
 
     def _interpret(self, cmd: str, seq: int, raw: bytes) -> Reply:
         try:
-            response = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            response = decode_message(raw)
+        except MessageError as error:
             return self._fail(f"{cmd!r}: the response is not a JSON line ({error}): {_preview(raw)!r}")
         if not isinstance(response, dict):
             return self._fail(f"{cmd!r}: the response is a JSON {type(response).__name__}, not an object")
@@ -307,7 +401,7 @@ class ProcessAdapter:
                     violation = type(violation)("/result" + violation.pointer, violation.message)
             if violation is not None:
                 return self._fail(f"{cmd!r}: the response breaks the protocol schema {violation}")
-        if response.get("seq") != seq:
+        if not is_integer(response.get("seq")) or response.get("seq") != seq:
             return self._fail(f"{cmd!r}: the response has seq {response.get('seq')!r}, expected {seq!r}")
         kinds = [key for key in ("result", "skipped", "error") if key in response]
         if len(kinds) != 1:
@@ -333,7 +427,7 @@ class ProcessAdapter:
 def _hello_problem(hello: Any) -> str | None:
     if not isinstance(hello, dict):
         return f"expected an object, got {hello!r}"
-    if hello.get("protocol") != PROTOCOL_VERSION:
+    if not is_integer(hello.get("protocol")) or hello.get("protocol") != PROTOCOL_VERSION:
         return f"it speaks protocol {hello.get('protocol')!r}, this kit speaks {PROTOCOL_VERSION}"
     if not isinstance(hello.get("implementation"), dict):
         return "'implementation' is missing"
@@ -344,7 +438,12 @@ def _hello_problem(hello: Any) -> str | None:
     if unknown:
         return f"unknown capabilities {unknown}; this kit knows {list(CAPABILITIES)}"
     profiles = hello.get("profiles", ["core"])
-    if not isinstance(profiles, list) or "core" not in profiles or not set(profiles) <= {"core", "strict"}:
+    if (
+        not isinstance(profiles, list)
+        or not all(isinstance(p, str) for p in profiles)
+        or "core" not in profiles
+        or not set(profiles) <= {"core", "strict"}
+    ):
         return f"'profiles' must list 'core' and may add 'strict', got {profiles!r}"
     return None
 
@@ -380,8 +479,18 @@ def split_command(command: str, *, windows: bool = os.name == "nt") -> list[str]
 AdapterFactory = Callable[[], "ProcessAdapter"]
 
 
-def process_factory(spec: str, *, timeout: float = DEFAULT_TIMEOUT, validate_messages: bool = False) -> AdapterFactory:
-    """A maker of fresh, unstarted process adapters for *spec* (``reference`` or a command line)."""
+def process_factory(
+    spec: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate_messages: bool = False,
+    budget: StartBudget | None = None,
+) -> AdapterFactory:
+    """A maker of fresh, unstarted process adapters for *spec* (``reference`` or a command line).
+
+    Every adapter it makes shares one StartBudget (*budget*, or a new one): pass the budget of the
+    adapter that runs the decision cases so that all processes of one run count their failures together.
+    """
     if spec == "reference":
         argv, env, label = reference_argv(), _package_env(), "reference"
     else:
@@ -389,9 +498,12 @@ def process_factory(spec: str, *, timeout: float = DEFAULT_TIMEOUT, validate_mes
         if not argv:
             raise AdapterStartError("the adapter command is empty")
         env, label = None, spec
+    shared = budget if budget is not None else StartBudget()
 
     def make() -> ProcessAdapter:
-        return ProcessAdapter(argv, label=label, timeout=timeout, validate_messages=validate_messages, env=env)
+        return ProcessAdapter(
+            argv, label=label, timeout=timeout, validate_messages=validate_messages, env=env, budget=shared
+        )
 
     return make
 

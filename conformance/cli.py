@@ -249,7 +249,10 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     runners: dict[str, Any] = {}
     if isinstance(adapter, ProcessAdapter):
         factory = process_factory(
-            arguments.adapter, timeout=arguments.timeout, validate_messages=arguments.validate_messages
+            arguments.adapter,
+            timeout=arguments.timeout,
+            validate_messages=arguments.validate_messages,
+            budget=adapter.budget,  # one count of failed starts for every process of the run
         )
         runners = crash.runners(
             factory, profile=arguments.profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from resumekit.conformance import _files
-from resumekit.conformance._process import pid_alive
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
 from resumekit.conformance.fixtures import DecisionCase, load_suite
 from resumekit.conformance.results import Outcome
@@ -123,7 +122,14 @@ def _store(checks: _Checks, process: ProcessAdapter, capabilities: tuple[str, ..
         if "phase0.crash" in capabilities:
             reply = process.request("phase0.crash.arm", marker=str(scratch / "finally.marker"))
             pid = reply.value.get("pid") if isinstance(reply.value, dict) else None
-            checks.report(isinstance(pid, int) and pid_alive(pid), f"crash.arm reports pid {pid!r}, a running process")
+            owned = process.process is not None and process.process.owns(pid)
+            checks.report(
+                owned,
+                f"crash.arm reports pid {pid!r}, the adapter or one of its descendants"
+                if owned
+                else f"crash.arm reports pid {pid!r}, which is not the adapter or one of its descendants"
+                + (f": {reply.message}" if reply.outcome != "result" else ""),
+            )
     finally:
         process.close()
         _files.remove(scratch)

@@ -64,7 +64,7 @@ class _State:
             if isinstance(self.adapter, ProcessAdapter):
                 from resumekit.conformance.phase0 import crash
 
-                factory = process_factory(self.spec, timeout=self.timeout)
+                factory = process_factory(self.spec, timeout=self.timeout, budget=self.adapter.budget)
                 self.runners = crash.runners(
                     factory, profile=self.profile, seed=self.seed, kills=self.kills, adapter_spec=self.spec
                 )

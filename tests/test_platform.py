@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from resumekit.conformance import _files
-from resumekit.conformance._process import kill_pid, pid_alive, wait_pid_gone
+from resumekit.conformance._process import LineProcess, pid_alive, wait_pid_gone
 from resumekit.reference.phase0 import store
 from tests.support import minimal_event
 
@@ -26,11 +26,13 @@ def _start(*extra: str) -> subprocess.Popen[bytes]:
     return process
 
 
-def test_kill_pid_ends_the_process_at_once_on_every_system() -> None:
-    process = _start()
+def test_kill_member_ends_the_process_at_once_on_every_system() -> None:
+    process = LineProcess(SLEEPER)
+    assert process.receive(30) == b"up\n"
     assert pid_alive(process.pid)
-    kill_pid(process.pid)
+    process.kill_member(process.pid)
     code = process.wait(timeout=30)
+    process.kill()  # reaps it
     assert wait_pid_gone(process.pid, timeout=10)
     if os.name == "nt":
         assert code != 0  # TerminateProcess: the exit code is the one passed, never -9
@@ -51,7 +53,7 @@ def test_windows_releases_a_killed_writers_file(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == b"up"
-    kill_pid(holder.pid)
+    holder.kill()
     holder.wait(timeout=30)
     assert target.read_bytes() == b"x"
     _files.remove(tmp_path)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import _files
-from resumekit.conformance._process import kill_pid, wait_pid_gone
-from resumekit.conformance.adapters import ProcessAdapter, Reply
+from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
+from resumekit.conformance.adapters import ProcessAdapter, Reply, is_integer
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
@@ -93,12 +93,22 @@ class _Session:
     def arm(self, marker: Path) -> int:
         """Arm the exit marker and return the pid the implementation says holds the store.
 
-        The kit will kill that pid, so it must be a plausible one: never the kit itself or its parent.
+        The kit will kill that pid, so it must be the adapter process or one of its descendants.
         """
         pid = self.ask("phase0.crash.arm", marker=str(marker)).get("pid")
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1 or pid in (os.getpid(), os.getppid()):
-            raise _Abort(self.fail(f"phase0.crash.arm reported pid {pid!r}, which the kit will not kill"))
-        return pid
+        assert self.adapter is not None and self.adapter.process is not None
+        if not plausible_pid(pid):
+            raise _Abort(
+                self.fail(f"phase0.crash.arm reported pid {pid!r}, which the kit will not kill: not a process id")
+            )
+        if not self.adapter.process.owns(pid):
+            raise _Abort(
+                self.fail(
+                    f"phase0.crash.arm reported pid {pid!r}, which the kit will not kill: "
+                    f"pid {pid} is not the adapter or one of its descendants"
+                )
+            )
+        return int(pid)
 
     def open(self, workspace: Path) -> None:
         self.ask("phase0.store.open", workspace=str(workspace), sessionId=SESSION_ID, runId=RUN_ID)
@@ -117,8 +127,10 @@ class _Session:
         assert self.adapter is not None and self.adapter.process is not None
         process = self.adapter.process
         try:
-            kill_pid(pid)
-        except (ProcessLookupError, PermissionError, OSError) as error:
+            process.kill_member(pid)
+        except NotInTree as error:
+            raise _Abort(self.fail(f"the kit will not kill pid {pid}: {error}")) from None
+        except OSError as error:
             raise _Abort(self.fail(f"cannot kill pid {pid} that phase0.crash.arm reported: {error}")) from None
         if pid != process.pid:
             process.kill()  # a wrapper around the real runtime
@@ -130,10 +142,10 @@ class _Session:
         self.adapter = None
 
 
-def _kill_if_running(pid: int) -> None:
+def _kill_if_running(process: LineProcess, pid: int) -> None:
     # Runs on a timer thread: a process that already died by itself is not an error to print there.
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        kill_pid(pid)
+    with contextlib.suppress(NotInTree, OSError):
+        process.kill_member(pid)
 
 
 def _with_model(result: CaseResult) -> CaseResult:
@@ -141,11 +153,13 @@ def _with_model(result: CaseResult) -> CaseResult:
 
 
 @contextlib.contextmanager
-def _scratch(label: str) -> Iterator[Path]:
+def _scratch(label: str, session: _Session) -> Iterator[Path]:
     path = _files.scratch(label)
     try:
         yield path
     finally:
+        # Stop the implementation first: an armed exit path writes its marker into this folder.
+        session.close()
         _files.remove(path)
 
 
@@ -161,7 +175,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
     """One failpoint: append its prefix, kill the writer, reopen, read, plan twice, decide."""
     session = _Session(case, factory, profile)
     try:
-        with _scratch(case.failpoint.lower()) as scratch:
+        with _scratch(case.failpoint.lower(), session) as scratch:
             workspace, marker = scratch / "workspace", scratch / "finally.marker"
             workspace.mkdir()
             session.start()
@@ -169,7 +183,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
             pid = session.arm(marker)
             for index, event in enumerate(case.events):
                 rows = session.ask("phase0.store.append", event=event).get("rows")
-                if rows != index + 1:
+                if not is_integer(rows) or rows != index + 1:
                     raise _Abort(
                         session.fail(
                             "the acknowledgement counts the wrong rows",
@@ -244,7 +258,8 @@ def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, byt
 def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str) -> list[Mismatch]:
     expect = case.expect
     if expect["status"] == "corrupt":
-        if read.get("status") != "corrupt" or read.get("line") != expect["line"]:
+        line = read.get("line")
+        if read.get("status") != "corrupt" or not is_integer(line) or line != expect["line"]:
             answered = {"status": read.get("status"), "line": read.get("line"), "events": _ids(read.get("events", []))}
             return [Mismatch(f"/read ({label})", {"status": "corrupt", "line": expect["line"]}, answered, "STORE-5")]
         return []
@@ -259,7 +274,7 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
     """Write the ledger through the implementation, damage its bytes, and judge what a read reports."""
     session = _Session(case, factory, profile)
     try:
-        with _scratch("ledger") as scratch:
+        with _scratch("ledger", session) as scratch:
             workspace = scratch / "workspace"
             workspace.mkdir()
             session.start()
@@ -268,10 +283,11 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                 session.ask("phase0.store.append", event=event)
             located = session.ask("phase0.ledger.locate").get("path")
             session.close()
-            path = Path(str(located))
-            if not path.is_file():
-                raise _Abort(session.fail(f"phase0.ledger.locate named {located!r}, which is not a file"))
-            original = path.read_bytes()
+            try:  # the kit touches only files inside the workspace it made
+                path = _files.inside(workspace, located)
+                original = _files.read_bytes(workspace, path)
+            except _files.Refused as error:
+                raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
             parsed = faults.rows(original)
             if len(parsed) != len(case.events) or not original.endswith(b"\n"):
                 raise _Abort(
@@ -284,7 +300,10 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
             mismatches: list[Mismatch] = []
             checked = 0
             for label, damaged in _variants(case, original):
-                _files.write_bytes(path, damaged)
+                try:
+                    _files.write_bytes(workspace, path, damaged)
+                except _files.Refused as error:
+                    raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
                 session.open(workspace)
                 before = _files.snapshot(workspace)
                 if case.fault.get("appendAfter"):
@@ -343,7 +362,7 @@ def run_schedule(
     latencies: list[float] = []  # seconds from sending an append to its acknowledgement
     in_flight_kills = landed_unacknowledged = 0
     try:
-        with _scratch("schedule") as scratch:
+        with _scratch("schedule", session) as scratch:
             workspace = scratch / "workspace"
             workspace.mkdir()
             for cycle in range(kills):
@@ -389,7 +408,9 @@ def run_schedule(
                 typical = statistics.median(latencies[-50:]) if latencies else 0.002
                 event = _stream_event(case.template, len(sent))
                 sent.append(event)
-                timer = threading.Timer(fraction * typical, _kill_if_running, args=(pid,))
+                timer = threading.Timer(
+                    fraction * typical, _kill_if_running, args=(session.adapter.process, pid)
+                )
                 timer.start()
                 reply = session.adapter.request("phase0.store.append", event=event)
                 timer.join()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -145,6 +146,153 @@ class ChattyHello(Harness):
         return super()._hello(request)
 
 
+# -- hostile adapters (issue 12): each takes its argument from the command line after the mode -----------
+
+
+def _argument() -> str:
+    return sys.argv[2] if len(sys.argv) > 2 else ""
+
+
+def _raw(line: bytes) -> None:
+    out = sys.__stdout__
+    assert out is not None
+    out.buffer.write(line)
+    out.buffer.flush()
+
+
+class LocatesOutside(Harness):
+    """Names a file outside the workspace (the command-line argument) as its ledger."""
+
+    def _ledger_locate(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._ledger_locate(request)
+        return {"path": _argument()}
+
+
+class LinksOutside(Harness):
+    """Names a link inside the workspace that points at a file outside it (the argument) as its ledger."""
+
+    def _ledger_locate(self, request: dict[str, Any]) -> dict[str, Any]:
+        ledger = Path(super()._ledger_locate(request)["path"])
+        link = ledger.parent / "ledger-link.jsonl"
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(_argument())
+        return {"path": str(link)}
+
+
+class NamesAStranger(Harness):
+    """Reports an unrelated process (its pid is the argument) as the one to kill."""
+
+    def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._crash_arm(request)
+        return {"pid": int(_argument())}
+
+
+class NamesAHugePid(Harness):
+    """Reports 2**40 as the process to kill."""
+
+    def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._crash_arm(request)
+        return {"pid": 2**40}
+
+
+class GrandchildHoldsPipes(Harness):
+    """Starts a grandchild that inherits stdout and stderr (its pid appended to the argument file),
+    then dies on one case, leaving the grandchild holding both pipes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], stdin=subprocess.DEVNULL)
+        with open(_argument(), "a", encoding="utf-8") as pids:
+            pids.write(f"{child.pid}\n")
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("case") == VICTIM:
+            os._exit(3)
+        return super()._plan(request)
+
+
+class HangsWithGrandchild(GrandchildHoldsPipes):
+    """As grandchild-holds-pipes, but ignores stop and end of input: it never exits by itself."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("cmd") == "stop":
+            time.sleep(3600)
+        return super().handle(request)
+
+    def shutdown(self) -> None:
+        time.sleep(3600)
+
+
+class EndlessOutput(Harness):
+    """Answers one case with bytes that keep coming, slowly, and never end in a newline."""
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("case") == VICTIM:
+            while True:
+                _raw(b"x" * 1024)
+                time.sleep(0.005)
+        return super()._plan(request)
+
+
+class HugeLine(Harness):
+    """Answers one case with a line of 100 MB."""
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("case") == VICTIM:
+            _raw(b'{"seq": ' + str(request["seq"]).encode() + b', "result": {"pad": "' + b"x" * 100_000_000 + b'"}}\n')
+            time.sleep(3600)
+        return super()._plan(request)
+
+
+class HugeStderr(Harness):
+    """Writes the argument's count of megabytes to stderr on one case, in one line, then answers."""
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("case") == VICTIM:
+            err = sys.__stderr__
+            assert err is not None
+            block = b"e" * (1 << 20)
+            for _ in range(int(_argument())):
+                err.buffer.write(block)
+            err.buffer.write(b"\nlast words\n")
+            err.buffer.flush()
+        return super()._plan(request)
+
+
+BAD_REPLIES = {
+    "nan": lambda seq: b'{"seq": %d, "result": {"plan": {"x": NaN}}}' % seq,
+    "infinity": lambda seq: b'{"seq": %d, "result": {"plan": {"x": -Infinity}}}' % seq,
+    "overflow": lambda seq: b'{"seq": %d, "result": {"plan": {"x": 1e400}}}' % seq,
+    "deep": lambda seq: b'{"seq": %d, "result": {"plan": ' % seq + b"[" * 200_000 + b"]" * 200_000 + b"}}",
+    "seq-float": lambda seq: b'{"seq": %d.0, "result": {"plan": {}}}' % seq,
+}
+
+
+class BadJson(Harness):
+    """Answers one case with the reply of BAD_REPLIES named by the argument."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("case") == VICTIM:
+            _raw(BAD_REPLIES[_argument()](request["seq"]) + b"\n")
+            return None
+        return super().handle(request)
+
+
+class StartsOnce(Harness):
+    """Starts properly once (the argument file marks it), dies on its first plan, then hangs at every start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        flag = Path(_argument())
+        if flag.exists():
+            time.sleep(3600)
+        flag.write_text("started\n", encoding="utf-8")
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        os._exit(5)
+
+
 MODES: dict[str, type[Harness]] = {
     "ack-before-durable": AckBeforeDurable,
     "finally-anyway": FinallyAnyway,
@@ -157,6 +305,17 @@ MODES: dict[str, type[Harness]] = {
     "chatty-hello": ChattyHello,
     "sloppy-messages": SloppyMessages,
     "names-the-kits-pid": NamesTheKitsPid,
+    "locates-outside": LocatesOutside,
+    "links-outside": LinksOutside,
+    "names-a-stranger": NamesAStranger,
+    "names-a-huge-pid": NamesAHugePid,
+    "grandchild-holds-pipes": GrandchildHoldsPipes,
+    "hangs-with-grandchild": HangsWithGrandchild,
+    "endless-output": EndlessOutput,
+    "huge-line": HugeLine,
+    "huge-stderr": HugeStderr,
+    "bad-json": BadJson,
+    "starts-once": StartsOnce,
 }
 
 

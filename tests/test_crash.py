@@ -142,9 +142,27 @@ def test_validate_messages_turns_a_schema_breaking_answer_into_an_error_naming_t
 
 
 def test_every_message_of_a_full_reference_run_matches_its_schema(tmp_path: Path) -> None:
-    code, document, output = resumekit(tmp_path, "--adapter", "reference", "--validate-messages", "--kills", "5")
+    phase0 = ("--kind", "decision", "--kind", "crash", "--kind", "ledger-fault", "--kind", "schedule")
+    code, document, output = resumekit(
+        tmp_path, "--adapter", "reference", "--validate-messages", "--kills", "5", *phase0
+    )
     assert code == 0, output
     assert document["summary"]["passed"] == len(document["results"]) > 100
+
+
+def test_every_p1_message_of_the_reference_matches_its_schema(tmp_path: Path) -> None:
+    # One scenario of each kind of step the P1 harness takes: start, wait, kill, stop, continue, faults.
+    only = [
+        "p1-orderly-stop-mid-task-then-resume",
+        "p1-lease-renewed-across-slow-steps",
+        "p1-crash-commit-after-commit-done-row",
+        "p1-crash-capture-server-result-stored",
+    ]
+    selection = [arg for case in only for arg in ("--only", case)]
+    code, document, output = resumekit(tmp_path, "--adapter", "reference", "--validate-messages", *selection)
+    assert code == 0, output
+    assert document["summary"]["passed"] == len(document["results"]) == len(only)
+    assert {row["gate"] for row in document["gates"]} >= {"CRASH_RECOVERY_CONVERGENCE", "LEASE_RENEWAL_RECOVERY"}
 
 
 @pytest.mark.parametrize("kind", ["crash-p0", "random-crash-schedule"])

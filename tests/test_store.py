@@ -651,6 +651,8 @@ def _prepare(child: Child, workspace: Path, marker: Path) -> None:
         "phase0.store",
         "phase0.crash",
         "phase0.ledger-file",
+        "p1.worker",
+        "p1.journal",
     }
     assert child.request("phase0.store.open", workspace=str(workspace), sessionId=SESSION, runId=RUN) == {}
     armed = child.request("phase0.crash.arm", marker=str(marker))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import _files
-from resumekit.conformance._process import kill_pid, wait_pid_gone
+from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
 from resumekit.conformance.fixtures import ScenarioCase
 from resumekit.conformance.p1 import checks, evidence
@@ -62,7 +62,7 @@ class _World:
     first_seen: set[str] = field(default_factory=set)
     kill_armed: set[str] = field(default_factory=set)
     killed_at: list[str] = field(default_factory=list)
-    current_pid: int | None = None
+    kill_current: Callable[[], None] | None = None  # kills the running worker through the process guard
     kill_event: threading.Event = field(default_factory=threading.Event)
     changed_at: int = 0  # the control plane's log length at the kit's last change of the world
 
@@ -147,11 +147,8 @@ class _Observer:
         if name not in self.world.kill_armed:
             return
         self.world.kill_armed.discard(name)
-        pid = self.world.current_pid
-        if pid is not None:
-            with contextlib.suppress(OSError):
-                kill_pid(pid)
-            wait_pid_gone(pid, timeout=10.0)
+        if self.world.kill_current is not None:
+            self.world.kill_current()
         self.world.killed_at.append(name)
         self.world.kill_event.set()
 
@@ -233,10 +230,28 @@ class _Worker:
         else:
             self.armed = None
         pid = self.ask("p1.worker.start", **fields).get("pid")
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1 or pid in (os.getpid(), os.getppid()):
-            raise _Abort(self.fail(f"p1.worker.start reported pid {pid!r}, which the kit will not kill"))
+        self._adopt(pid, "p1.worker.start")
+        self.world.kill_current = self._kill_now
+
+    def _adopt(self, pid: object, where: str) -> None:
+        """Take *pid* as the worker's only if the process guard says the kit may kill it."""
+        assert self.adapter is not None and self.adapter.process is not None
+        if not plausible_pid(pid) or not self.adapter.process.owns(pid):
+            raise _Abort(
+                self.fail(
+                    f"{where} reported pid {pid!r}, which the kit will not kill: "
+                    "it is not the adapter or one of its descendants"
+                )
+            )
+        assert isinstance(pid, int)
         self.pid = pid
-        self.world.current_pid = pid
+
+    def _kill_now(self) -> None:
+        # Called from the control plane's thread at a kit-side kill point: kill, never wait here.
+        process = self.adapter.process if self.adapter is not None else None
+        if process is not None and self.pid is not None:
+            with contextlib.suppress(NotInTree, OSError):
+                process.kill_member(self.pid)
 
     def wait(self, wanted: str, deadline: float) -> dict[str, Any]:
         if wanted == "killed":
@@ -281,9 +296,8 @@ class _Worker:
             raise _Abort(
                 self.fail("blocked at another failpoint", Mismatch("/wait/failpoint", self.armed, name, "FPT-2"))
             )
-        pid = answer.get("pid")
-        if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1:
-            self.pid = self.world.current_pid = pid
+        if "pid" in answer and answer["pid"] != self.pid:
+            self._adopt(answer["pid"], "p1.worker.wait")
         task_rows = _latest_task_rows(self.world)
         temporaries = [n for n in evidence.listing(self.world.state_dir / "tasks") if n.endswith(".tmp")]
         problem = checks.failpoint_state(str(name), task_rows, temporaries)
@@ -293,10 +307,14 @@ class _Worker:
             )
 
     def kill(self) -> None:
-        if self.pid is None:
+        if self.pid is None or self.adapter is None or self.adapter.process is None:
             raise _Abort(self.fail("the scenario kills a worker that is not running"))
-        with contextlib.suppress(OSError):
-            kill_pid(self.pid)
+        try:
+            self.adapter.process.kill_member(self.pid)
+        except NotInTree as error:
+            raise _Abort(self.fail(f"the kit will not kill pid {self.pid}: {error}")) from None
+        except OSError as error:
+            raise _Abort(self.fail(f"cannot kill the worker's pid {self.pid}: {error}")) from None
         self._reap()
         assert self.marker is not None
         if self.marker.exists():
@@ -310,17 +328,21 @@ class _Worker:
 
     def _reap(self) -> None:
         pid = self.pid
+        wrapper = False
         if self.adapter is not None and self.adapter.process is not None:
             process = self.adapter.process
-            if pid != process.pid:
+            wrapper = pid != process.pid
+            if wrapper:
                 process.kill()  # a wrapper around the real worker
             process.wait(timeout=10.0)
             process.kill()
             self.adapter.process = None
-        if pid is not None and not wait_pid_gone(pid, timeout=10.0):
+        # The kit reaps the adapter itself; a descendant it named must be gone too.
+        if wrapper and pid is not None and not wait_pid_gone(pid, timeout=10.0):
             raise _Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
         self.adapter = None
-        self.pid = self.world.current_pid = None
+        self.pid = None
+        self.world.kill_current = None
 
     def stop(self) -> None:
         answer = self.ask("p1.worker.stop")
@@ -335,7 +357,8 @@ class _Worker:
                     Mismatch("/marker", "present", "absent", "ADP-2"),
                 )
             )
-        self.pid = self.world.current_pid = None
+        self.pid = None
+        self.world.kill_current = None
 
     def read_settings(self) -> None:
         if self.adapter is not None and self.adapter.process is not None and self.claims_journal:
@@ -469,7 +492,8 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
         elif verb == "stop":
             worker.stop()
         elif verb == "continue":
-            fields = {"failpoint": argument["failpoint"]} if argument.get("failpoint") else {}
+            point = argument.get("failpoint")
+            fields = {"failpoint": {"name": point["name"], "hit": point.get("hit", 1)}} if point else {}
             worker.ask("p1.worker.continue", **fields)
             worker.armed = argument["failpoint"]["name"] if argument.get("failpoint") else None
         elif verb == "clock":

@@ -567,7 +567,43 @@ def _check_task_names(file: _File, data: Mapping[str, Any], case_id: str, named:
                 raise file.error(message, pointer, case_id)
 
 
+_PLACEHOLDER_OID = "0" * 39 + "1"
+
+
+def _check_p1_templates(file: _File, data: Mapping[str, Any]) -> None:
+    """Each task template, filled as the kit fills it, must be a task the control plane may serve (TASK-1)."""
+    for name, template in data["tasks"].items():
+        repository = data["repositories"].get(template["repository"])
+        if repository is None:
+            raise file.error(
+                f"names repository {template['repository']!r}, which is not defined", f"/tasks/{name}/repository"
+            )
+        task = {
+            "attempt": 1,
+            "base_oid": _PLACEHOLDER_OID,
+            "expected_branch_oid": _PLACEHOLDER_OID,
+            "target_branch": repository["branch"],
+            "payload": {},
+            "origin_url": "file:///origin.git",
+            **template,
+        }
+        violation = schemas.first_violation(schemas.P1_TASK, task)
+        if violation is not None:
+            raise file.error(f"is not a valid task: {violation.message}", f"/tasks/{name}{violation.pointer}")
+
+
+def _check_faults(file: _File, faults: Sequence[tuple[str, Mapping[str, Any]]], case_id: str) -> None:
+    from resumekit.conformance.p1.faults import FaultError, fault_from_mapping
+
+    for pointer, fault in faults:
+        try:
+            fault_from_mapping(fault)
+        except (FaultError, TypeError, ValueError) as error:
+            raise file.error(f"is not a control-plane fault: {error}", pointer, case_id) from None
+
+
 def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    _check_p1_templates(file, data)
     for index, raw in enumerate(data["scenarios"]):
         at = f"/scenarios/{index}"
         named = [(f"{at}/issue/{i}", name) for i, name in enumerate(raw["issue"])]
@@ -580,6 +616,9 @@ def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 if key in step:
                     named.append((f"{at}/steps/{i}/{key}/task", step[key]["task"]))
         _check_task_names(file, data, raw["id"], named)
+        faults = [(f"{at}/faults/{i}", fault) for i, fault in enumerate(raw.get("faults", ()))]
+        faults += [(f"{at}/steps/{i}/fault", step["fault"]) for i, step in enumerate(raw["steps"]) if "fault" in step]
+        _check_faults(file, faults, raw["id"])
         yield ScenarioCase(
             id=raw["id"],
             description=raw["description"],
@@ -603,6 +642,7 @@ _CRASH_GATES = ("RESUME_FROM_CHECKPOINT", "CRASH_RECOVERY_CONVERGENCE", "WORKER_
 
 def _p1_failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
     """The catalog yields one crash scenario per failpoint and task that reaches it (FPT-4)."""
+    _check_p1_templates(file, data)
     for group in ("worker", "kit"):
         for index, point in enumerate(data[group]):
             at = f"/{group}/{index}"

@@ -252,3 +252,56 @@ def test_a_loader_collecting_problems_reads_on_past_the_first(write_fixture: Wri
         ("one-user-message", "/cases/0/expect/disposition"),
         ("two", "/cases/1/expect/replay/0"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "fragment"),
+    [
+        (
+            "p1/scenarios/submission.yaml",
+            ("{fault: Answer, on: result, status: 503, effect: false}", "{fault: Answr, on: result}"),
+            "unknown fault 'Answr'",
+        ),
+        (
+            "p1/scenarios/leases.yaml",
+            ("{fault: Fence, task_id: t-commit}", "{fault: Fence, task_id: t-commit, generation: 0}"),
+            "Fence.generation must be an integer >= 1",
+        ),
+        (
+            "p1/scenarios/basics.yaml",
+            ("execution_digest: d-capture-1", 'execution_digest: "bad digest!"'),
+            "/tasks/capture/execution_digest",
+        ),
+        ("p1/scenarios/scope.yaml", ("issue: [capture]", "issue: [capture-typo]"), "names task 'capture-typo'"),
+    ],
+)
+def test_a_broken_p1_scenario_file_is_refused_with_its_line_and_pointer(
+    golden_copy: Path, file: str, change: tuple[str, str], fragment: str
+) -> None:
+    path = golden_copy / file
+    text = path.read_text(encoding="utf-8")
+    assert change[0] in text
+    path.write_text(text.replace(change[0], change[1], 1), encoding="utf-8")
+    with pytest.raises(FixtureError) as caught:
+        load_file(path, golden_copy)
+    assert fragment in str(caught.value)
+    assert caught.value.line is not None and caught.value.file == file
+
+
+def test_the_failpoint_catalog_yields_a_crash_scenario_per_failpoint_and_task() -> None:
+    from resumekit.conformance.fixtures import ScenarioCase
+
+    suite = load_suite()
+    crashes = [case for case in suite.cases if isinstance(case, ScenarioCase) and case.id.startswith("p1-crash-")]
+    names = {case.id for case in crashes}
+    # Every row site of both task kinds, the kind-specific ones for one kind only, and the kit's kill points.
+    assert "p1-crash-capture-before-claimed-row" in names and "p1-crash-commit-before-claimed-row" in names
+    assert "p1-crash-capture-after-source-capture-done-cache" in names
+    assert "p1-crash-commit-after-source-capture-done-cache" not in names
+    assert "p1-crash-commit-origin-ref-updated" in names
+    assert len(crashes) == 63
+    for case in crashes:
+        assert case.profile == "core"
+        assert {"CRASH_RECOVERY_CONVERGENCE", "RESUME_FROM_CHECKPOINT"} <= set(case.gates)
+        (outcome,) = case.expect.values()
+        assert outcome["final"] == "result_submitted" and outcome["stored"] is True

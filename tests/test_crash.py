@@ -163,6 +163,7 @@ def test_every_p1_message_of_the_reference_matches_its_schema(tmp_path: Path) ->
     assert code == 0, output
     assert document["summary"]["passed"] == len(document["results"]) == len(only)
     assert {row["gate"] for row in document["gates"]} >= {"CRASH_RECOVERY_CONVERGENCE", "LEASE_RENEWAL_RECOVERY"}
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
 
 
 @pytest.mark.parametrize("kind", ["crash-p0", "random-crash-schedule"])

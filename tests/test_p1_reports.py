@@ -1,0 +1,64 @@
+"""Every report of a run with P1 scenarios carries the gate table, and a gate never reads better than its runs."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from resumekit.conformance import report, schemas
+from resumekit.conformance.p1.gates import GATES, gate_table
+from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run
+
+GATES_OF = {
+    "a": ("CHECKPOINT_DURABLE_WRITE", "LEASE_RENEWAL_RECOVERY"),
+    "b": ("LEASE_RENEWAL_RECOVERY",),
+    "c": ("WORKSPACE_CLEANUP_RECOVERY",),
+}
+
+
+def _result(case_id: str, outcome: Outcome) -> CaseResult:
+    mismatches = (Mismatch("/leases/l-1", "released", "ACTIVE", "LEASE-5", "held"),) if outcome is Outcome.FAILED else ()
+    message = "not claimed" if outcome is Outcome.NOT_CLAIMED else None
+    return CaseResult(case_id=case_id, kind="p1", outcome=outcome, mismatches=mismatches, message=message)
+
+
+def _run() -> Run:
+    results = (_result("a", Outcome.PASSED), _result("b", Outcome.FAILED), _result("c", Outcome.NOT_CLAIMED))
+    table = tuple(row.to_dict() for row in gate_table(GATES_OF, results, profile="core"))
+    implementation = Implementation(name="w", version="1", language="x", capabilities=("p1.worker",))
+    return Run(implementation, "core", results, "start", "end", 1.0, gates=table)
+
+
+def test_the_gate_verdicts_follow_their_scenarios() -> None:
+    rows = {row["gate"]: row for row in _run().gates}
+    assert list(rows) == list(GATES)
+    assert rows["CHECKPOINT_DURABLE_WRITE"]["verdict"] == "passed"
+    assert rows["LEASE_RENEWAL_RECOVERY"]["verdict"] == "failed"
+    assert rows["LEASE_RENEWAL_RECOVERY"]["failed"] == ["b"]
+    # A gate whose only scenario was not claimed, and a gate with no scenario, are not run: never passed.
+    assert rows["WORKSPACE_CLEANUP_RECOVERY"]["verdict"] == "not run"
+    assert rows["RESUME_FROM_CHECKPOINT"]["verdict"] == "not run"
+    assert "JNL-8" not in rows["CHECKPOINT_DURABLE_WRITE"]["clauses"]  # strict clauses only in strict runs
+
+
+def test_the_json_report_carries_the_table_and_matches_its_schema() -> None:
+    document = report.to_json(_run())
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+    assert [row["gate"] for row in document["gates"]] == list(GATES)
+
+
+def test_junit_has_a_gate_suite_with_a_failure_and_skips() -> None:
+    root = ET.fromstring(report.to_junit(_run()))
+    suite = next(s for s in root.iter("testsuite") if s.get("name") == "resumekit.p1-gates")
+    assert suite.get("tests") == str(len(GATES))
+    assert suite.get("failures") == "1"
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["LEASE_RENEWAL_RECOVERY"].find("failure") is not None
+    assert cases["RESUME_FROM_CHECKPOINT"].find("skipped") is not None
+    assert cases["CHECKPOINT_DURABLE_WRITE"].find("failure") is None
+
+
+def test_text_and_markdown_show_every_gate() -> None:
+    text, markdown = report.format_summary(_run()), report.to_markdown(_run())
+    for gate in GATES:
+        assert gate in text and f"| {gate} |" in markdown
+    assert "| LEASE_RENEWAL_RECOVERY | failed |" in markdown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,30 @@ def test_a_sibling_sharing_the_roots_prefix_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CleanupRefused):
         remove_tree(root, sibling)
     assert sibling.is_dir()
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="Windows only: junctions")
+def test_a_task_junction_is_removed_as_a_link_and_its_target_kept(tmp_path: Path, decoy: Path) -> None:
+    import _winapi  # type: ignore[import-not-found,unused-ignore]
+
+    root = tmp_path / "workspaces"
+    (root / "task-holder").mkdir(parents=True)
+    _winapi.CreateJunction(str(decoy), str(root / "task-junction"))
+    _winapi.CreateJunction(str(decoy), str(root / "task-holder" / "inner"))
+    before = _digest(decoy)
+    assert sorted(remove_stale_workspaces(root)) == ["task-holder", "task-junction"]
+    assert not os.path.lexists(root / "task-junction")
+    assert _digest(decoy) == before
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="Windows only: read-only files block deletion")
+def test_a_read_only_file_in_a_stale_workspace_is_removed(tmp_path: Path) -> None:
+    import stat
+
+    root = tmp_path / "workspaces"
+    (root / "task-ro").mkdir(parents=True)
+    locked = root / "task-ro" / "locked.txt"
+    locked.write_text("x", encoding="utf-8")
+    os.chmod(locked, stat.S_IREAD)
+    assert list(remove_stale_workspaces(root)) == ["task-ro"]
+    assert not (root / "task-ro").exists()

@@ -16,7 +16,8 @@ GATES_OF = {
 
 
 def _result(case_id: str, outcome: Outcome) -> CaseResult:
-    mismatches = (Mismatch("/leases/l-1", "released", "ACTIVE", "LEASE-5", "held"),) if outcome is Outcome.FAILED else ()
+    held = Mismatch("/leases/l-1", "released", "ACTIVE", "LEASE-5", "held")
+    mismatches = (held,) if outcome is Outcome.FAILED else ()
     message = "not claimed" if outcome is Outcome.NOT_CLAIMED else None
     return CaseResult(case_id=case_id, kind="p1", outcome=outcome, mismatches=mismatches, message=message)
 

@@ -15,6 +15,7 @@ nox.options.sessions = ["tests", "conformance", "lint", "typecheck", "fixtures",
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).parent
+TOOLS = ("-c", ".ci/tools.txt")  # every development tool at the version pinned there
 SOURCES = ("conformance", "reference")
 # The wheel installs the source folders under one namespace; mypy checks the installed packages.
 PACKAGES = ("resumekit.conformance", "resumekit.reference")
@@ -38,15 +39,18 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check style and common mistakes with ruff."""
-    session.install("ruff")
+    """Check the code with ruff, and the CI workflow with its schema and zizmor, all offline."""
+    session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor")
     session.run("ruff", "check", *SOURCES, "tests", "noxfile.py", *session.posargs)
+    workflows = sorted(str(path) for path in (ROOT / ".github").rglob("*.yml") if "workflows" in path.parts)
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    session.run("zizmor", "--offline", "--config", ".github/zizmor.yml", ".github")
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """Type-check the runner and the reference strictly with mypy, for Linux, macOS and Windows."""
-    session.install("mypy", "types-PyYAML", "types-jsonschema", "pytest", ".")
+    session.install(*TOOLS, "mypy", "types-PyYAML", "types-jsonschema", "pytest", ".")
     packages = [arg for package in PACKAGES for arg in ("-p", package)]
     # mypy narrows on sys.platform, so each OS's code paths are checked only when it is the target.
     for platform in ("linux", "darwin", "win32"):
@@ -63,7 +67,7 @@ def fixtures(session: nox.Session) -> None:
 @nox.session
 def build(session: nox.Session) -> None:
     """Build the wheel and sdist, and fail if either lacks a schema, a fixture or the spec."""
-    session.install("build")
+    session.install(*TOOLS, "build")
     out = Path(tempfile.mkdtemp(prefix="resumekit-dist-"))
     session.run("python", "-m", "build", "--outdir", str(out), *session.posargs)
     data = [

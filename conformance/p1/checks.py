@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
 from resumekit.conformance.p1.evidence import (
     COLUMNS,
     RANKS,
@@ -20,8 +21,6 @@ from resumekit.conformance.p1.evidence import (
     Row,
     Snapshot,
     attempts,
-    canonical_json,
-    result_hash,
 )
 from resumekit.conformance.results import Mismatch
 
@@ -149,9 +148,10 @@ def _row_fill(row: Row, where: str) -> list[Mismatch]:
         body = row["result_body"]
         try:
             parsed = json.loads(body) if isinstance(body, str) else None
-        except ValueError:
-            parsed = None
-        if parsed is None or canonical_json(parsed) != body:
+            canonical = canonical_json(parsed).decode("utf-8") if parsed is not None else None
+        except (ValueError, NotCanonical):
+            parsed = canonical = None
+        if parsed is None or canonical != body:
             problems.append(
                 _m("JNL-2", f"{where}/result_body", "canonical JSON", body, "result_body is not canonical JSON")
             )

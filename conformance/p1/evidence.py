@@ -17,20 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance.p1.cp_core import IDENTITY
 from resumekit.conformance.p1.origin import Origin, git, git_bytes
 
 JOURNAL_FILE = "checkpoints.sqlite3"
 COLUMNS = (
     "seq",
-    "task_id",
-    "attempt",
-    "execution_digest",
-    "job_id",
-    "repository",
-    "base_oid",
-    "expected_branch_oid",
-    "target_branch",
-    "generation",
+    *IDENTITY,
     "phase",
     "lease_id",
     "task",
@@ -42,7 +35,6 @@ COLUMNS = (
     "reused_from",
     "reason",
 )
-IDENTITY = COLUMNS[1:10]
 BINDING = tuple(name for name in IDENTITY if name != "attempt")
 RANKS = {
     "claimed": 1,
@@ -61,16 +53,6 @@ Row = dict[str, Any]
 
 class JournalUnreadable(Exception):
     """The journal is missing, locked past the busy timeout, or not of the normative shape (JNL-1)."""
-
-
-def canonical_json(value: Any) -> str:
-    """Canonical JSON as p1.md TASK-2 defines it: sorted keys, no spaces, non-ASCII as itself."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def result_hash(body: Any) -> str:
-    """The lowercase hex SHA-256 of a result body's canonical JSON (TASK-2)."""
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
 def read_journal(state_dir: Path) -> list[Row]:

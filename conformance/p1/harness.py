@@ -23,6 +23,7 @@ from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_go
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
 from resumekit.conformance.fixtures import ScenarioCase
 from resumekit.conformance.p1 import checks, evidence
+from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.faults import fault_from_mapping
 from resumekit.conformance.p1.origin import Origin, create_origin
@@ -427,7 +428,7 @@ def _damage_cache(world: _World, task_id: str, how: str) -> None:
             cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
         else:
             cache.update(phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
-        path.write_text(evidence.canonical_json(cache), encoding="utf-8")
+        path.write_bytes(canonical_json(cache))
     elif how == "stray_tmp":
         (tasks / f".{task_id}.json.tmp").write_bytes(b'{"cache_version": 1, "phase": "result_submitted"')
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from resumekit.conformance.adapters import CAPABILITIES as KIT_CAPABILITIES
+from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.origin import create_origin
 from resumekit.conformance.schemas import ADAPTER_REQUEST, BASE, violations
 from resumekit.reference.adapter import CAPABILITIES, Harness
-from tests.p1_fake_cp import FakeControlPlane
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -44,7 +44,9 @@ class Talk:
 
 def test_the_worker_through_the_protocol(tmp_path: Path) -> None:
     origin = create_origin(tmp_path / "origin", {"README.md": "hello\n"})
-    cp = FakeControlPlane(heads=lambda repository, branch: origin.head(branch))
+    cp = ControlPlane(log_path=tmp_path / "control-plane.jsonl")
+    cp.add_origin("acme/widgets", origin)
+    cp.start()
     (tmp_path / "ws").mkdir()
     (tmp_path / "state").mkdir()
     marker = tmp_path / "marker"
@@ -57,7 +59,8 @@ def test_the_worker_through_the_protocol(tmp_path: Path) -> None:
         hello = talk("hello", protocol=1)
         # claimed once the bundled kit knows the P1 capabilities; served either way
         assert set(hello["capabilities"]) == set(CAPABILITIES) <= set(KIT_CAPABILITIES)
-        config = {"controlPlaneUrl": cp.url, "workspaceRoot": str(tmp_path / "ws"), "stateDir": str(tmp_path / "state")}
+        config = {"controlPlaneUrl": cp.base_url("w1"), "workspaceRoot": str(tmp_path / "ws"),
+                  "stateDir": str(tmp_path / "state")}
         start = talk("p1.worker.start", config=config, failpoint={"name": "after_claimed_row", "hit": 1},
                      marker=str(marker))
         assert start["pid"] > 1
@@ -73,18 +76,20 @@ def test_the_worker_through_the_protocol(tmp_path: Path) -> None:
         assert talk("p1.worker.stop") == {"exitCode": 0}
         assert marker.exists()
         assert talk("p1.worker.wait", timeoutMs=0) == {"state": "exited", "exitCode": 0}
-        assert cp.tasks["t-1"]["state"] == "VERIFYING"
+        assert cp.task("t-1")["state"] == "VERIFYING"
     finally:
         talk.harness.shutdown()
         cp.close()
 
 
 def test_a_second_start_while_running_is_refused(tmp_path: Path) -> None:
-    cp = FakeControlPlane()
+    cp = ControlPlane(log_path=tmp_path / "control-plane.jsonl")
+    cp.start()
     (tmp_path / "ws").mkdir()
     (tmp_path / "state").mkdir()
     harness = Harness()
-    config = {"controlPlaneUrl": cp.url, "workspaceRoot": str(tmp_path / "ws"), "stateDir": str(tmp_path / "state")}
+    config = {"controlPlaneUrl": cp.base_url("w1"), "workspaceRoot": str(tmp_path / "ws"),
+              "stateDir": str(tmp_path / "state")}
     try:
         assert "result" in (harness.handle({"cmd": "p1.worker.start", "seq": 1, "config": config}) or {})
         refused = harness.handle({"cmd": "p1.worker.start", "seq": 2, "config": config}) or {}

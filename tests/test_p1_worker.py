@@ -1,9 +1,8 @@
-"""The reference worker end to end against a real git origin and a small in-process control plane."""
+"""The reference worker end to end against a real git origin and the kit's control plane (real HTTP)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import sqlite3
 import threading
@@ -14,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from resumekit.conformance.p1 import faults as F
+from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.origin import Origin, create_origin, git
 from resumekit.reference.p1.cache import cache_bytes, cache_path
 from resumekit.reference.p1.control import Control
 from resumekit.reference.p1.journal import COLUMNS, JOURNAL_NAME, Row
 from resumekit.reference.p1.results import canonical_json, idempotency_key, result_hash
 from resumekit.reference.p1.worker import Worker, WorkerConfig
-from tests.p1_fake_cp import FakeControlPlane
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -28,18 +28,19 @@ FILES = {"README.md": "hello\n", "src/a.txt": "a\n", "src/é.txt": "accent\n"}
 COMMIT = {"email": "p1@resumekit.invalid", "message": "p1: governed commit of t-2\n", "name": "resumekit",
           "timestamp": 1767225600}
 WAIT_S = 60.0
+TTL_MS = 30000
 
 
 @dataclass
 class Scene:
     tmp: Path
     origin: Origin
-    cp: FakeControlPlane
+    cp: ControlPlane
     root: Path
     state: Path
 
     def config(self) -> WorkerConfig:
-        return WorkerConfig(self.cp.url, self.root, self.state)
+        return WorkerConfig(self.cp.base_url("w1"), self.root, self.state)
 
     def task(self, kind: str, task_id: str = "t-1", **changes: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {} if kind == "source_capture" else {
@@ -51,6 +52,14 @@ class Scene:
                 "kind": kind, "payload": payload, "origin_url": self.origin.url}
         task.update(changes)
         return task
+
+    def requests(self, endpoint: str | None = None) -> list[dict[str, Any]]:
+        """The workers' requests in the control plane's log, optionally those to one endpoint."""
+        return [entry for entry in self.cp.log()
+                if entry.get("kind") == "request" and endpoint in (None, entry.get("endpoint"))]
+
+    def lease(self, lease_id: str) -> dict[str, Any]:
+        return next(lease for lease in self.cp.leases("acme/widgets", "main") if lease["lease_id"] == lease_id)
 
     def rows(self) -> list[Row]:
         db = sqlite3.connect(f"file:{(self.state / JOURNAL_NAME).as_posix()}?mode=ro", uri=True, timeout=5)
@@ -64,8 +73,9 @@ class Scene:
 @pytest.fixture
 def scene(tmp_path: Path) -> Iterator[Scene]:
     origin = create_origin(tmp_path / "origin", FILES)
-    origin.govern({"main": origin.base_oid})
-    cp = FakeControlPlane(heads=lambda repository, branch: origin.head(branch))
+    cp = ControlPlane(log_path=tmp_path / "control-plane.jsonl", ttl_ms=TTL_MS)
+    cp.add_origin("acme/widgets", origin)
+    cp.start()
     root, state = tmp_path / "workspaces", tmp_path / "state"
     root.mkdir()
     state.mkdir()
@@ -130,12 +140,12 @@ def test_source_capture_to_result_submitted(scene: Scene) -> None:
     assert _phases(rows) == ["claimed", "workspace_prepared", "verification_passed", "source_capture_done",
                              "result_pending", "result_submitted"]
     body = _expected_capture(scene.origin)
-    stored = scene.cp.tasks["t-1"]["stored"]
+    stored = scene.cp.task("t-1")["stored"]
     assert stored["result_hash"] == result_hash(body) and stored["result"] == body
     assert stored["idempotency_key"] == idempotency_key("t-1", 1, "d-1")
     assert rows[0].task == canonical_json(scene.task("source_capture"))
     assert all(row.lease_id == "lease-1" for row in rows)
-    assert scene.cp.leases["lease-1"]["state"] == "RELEASED"
+    assert scene.lease("lease-1")["state"] == "RELEASED"
     assert cache_path(scene.state, "t-1").read_bytes() == cache_bytes(rows[-1])
     assert list(scene.root.iterdir()) == []  # the terminal attempt's workspace is removed
     assert scene.origin.pushes() == []
@@ -152,11 +162,12 @@ def test_commit_to_result_submitted_with_one_push(scene: Scene) -> None:
     expected = _expected_commit(scene.origin)
     assert scene.origin.head() == expected == rows[-1].commit_oid
     assert [push["accepted"] for push in scene.origin.pushes()] == [True]
-    assert scene.cp.receipts["job-t-1"]["visibility"] == "confirmed"
-    stored = scene.cp.tasks["t-1"]["stored"]
+    receipts = [entry for entry in scene.cp.log() if entry.get("kind") == "receipt"]
+    assert [(entry["job_id"], entry["visibility"]) for entry in receipts] == [("job-t-1", "confirmed")]
+    stored = scene.cp.task("t-1")["stored"]
     assert stored["result"] == {"commit_oid": expected, "kind": "commit", "target_branch": "main"}
     # every governed side effect follows a renewal (LEASE-3)
-    log = [entry["endpoint"] for entry in scene.cp.log]
+    log = [entry["endpoint"] for entry in scene.requests()]
     for side in ("receipt", "result"):
         assert log[log.index(side) - 1] == "renew"
     assert running.stop() == 0
@@ -187,7 +198,7 @@ def test_an_orderly_stop_after_each_phase_resumes_from_it(scene: Scene, kind: st
     assert rows[-1].phase == "result_submitted"
     assert len({row.lease_id for row in rows}) == 1  # not claimed again (LEASE-1)
     assert len({row.phase for row in rows}) == len(rows)  # no durable phase done again
-    keys = {entry["key"] for entry in scene.cp.requests("result")}
+    keys = {entry["idempotency_key"] for entry in scene.requests("result")}
     assert keys == {idempotency_key("t-1", 1, "d-1")}
     if kind == "commit":
         assert [push["accepted"] for push in scene.origin.pushes()] == [True]
@@ -212,16 +223,16 @@ def test_a_blocked_failpoint_shows_its_durable_state_and_continues(scene: Scene)
     scene.cp.issue(scene.task("source_capture"))
     running = Running(scene, ("before_result_pending_row", 1))
     assert running.wait() == {"state": "blocked", "failpoint": "before_result_pending_row"}
-    requests = len(scene.cp.log)
+    requests = len(scene.requests())
     assert scene.rows()[-1].phase == "source_capture_done"
-    assert len(scene.cp.log) == requests  # no request while blocked
+    assert len(scene.requests()) == requests  # no request while blocked
     running.control.release(("before_release", 1))
     assert running.wait() == {"state": "blocked", "failpoint": "before_release"}
     assert scene.rows()[-1].phase == "result_submitted"
-    assert scene.cp.leases["lease-1"]["state"] == "ACTIVE"
+    assert scene.lease("lease-1")["state"] == "ACTIVE"
     running.control.release(None)
     assert running.wait() == {"state": "idle"}
-    assert scene.cp.leases["lease-1"]["state"] == "RELEASED"
+    assert scene.lease("lease-1")["state"] == "RELEASED"
     assert running.stop() == 0
 
 
@@ -232,32 +243,33 @@ def test_a_moved_branch_ends_in_reconciliation_and_a_report(scene: Scene) -> Non
     rows = scene.rows()
     assert rows[-1].phase == "reconciliation_required" and rows[-1].reason == "branch_moved"
     assert scene.origin.pushes() == []
-    assert scene.cp.tasks["t-1"]["state"] == "RECONCILIATION_REQUIRED"
-    assert scene.cp.requests("result") == []
+    assert scene.cp.task("t-1")["state"] == "RECONCILIATION_REQUIRED"
+    assert scene.requests("result") == []
     assert running.stop() == 0
 
 
 def test_resends_after_5xx_and_a_dropped_answer_keep_key_and_body(scene: Scene) -> None:
     scene.cp.issue(scene.task("source_capture"))
-    scene.cp.fail_next("result", 503, 0)
+    # a 503 and then a dropped answer, each after the result was stored
+    scene.cp.script(F.Answer(on="result", status=503, effect=True), F.Drop(on="result", effect=True))
     running = _run_to_idle(scene)
-    sends = scene.cp.requests("result")
+    sends = scene.requests("result")
     assert len(sends) == 3
-    assert len({json.dumps(send["body"], sort_keys=True) for send in sends}) == 1
-    assert len({send["key"] for send in sends}) == 1
+    assert len({send["body_sha256"] for send in sends}) == 1
+    assert len({send["idempotency_key"] for send in sends}) == 1
     assert scene.rows()[-1].phase == "result_submitted"
     assert running.stop() == 0
 
 
 def test_a_409_without_an_exact_match_is_a_hard_failure(scene: Scene) -> None:
     scene.cp.issue(scene.task("source_capture"))
-    scene.cp.tasks["t-1"]["stored"] = {"attempt": 1, "idempotency_key": "other", "result_hash": "0" * 64,
-                                       "result": {"kind": "source_capture"}}
+    # the control plane holds another body for the task, which stays RUNNING
+    scene.cp.script(F.Conflict409(state="RUNNING", stored="other_body"))
     running = _run_to_idle(scene)
     rows = scene.rows()
     assert rows[-1].reason == "result_conflict"
-    assert len(scene.cp.requests("result")) == 1
-    assert scene.cp.tasks["t-1"]["state"] == "FAILED"
+    assert len(scene.requests("result")) == 1
+    assert scene.cp.task("t-1")["state"] == "FAILED"
     assert running.stop() == 0
 
 
@@ -265,7 +277,7 @@ def test_a_lease_expired_while_blocked_abandons_the_attempt_and_the_next_converg
     scene.cp.issue(scene.task("commit"))
     running = Running(scene, ("before_push", 1))
     assert running.wait()["failpoint"] == "before_push"
-    scene.cp.now += 40_000  # past expires_at_ms: the renewal before the push sees it
+    scene.cp.move_clock(40_000)  # past expires_at_ms: the renewal before the push sees it
     running.control.release(None)
     assert running.wait() == {"state": "idle"}
     rows = scene.rows()
@@ -280,7 +292,7 @@ def test_a_later_attempt_with_an_identical_binding_reuses_result_pending(scene: 
     scene.cp.issue(scene.task("source_capture"))
     running = Running(scene, ("before_result_submit", 1))
     assert running.wait()["failpoint"] == "before_result_submit"
-    scene.cp.now += 40_000
+    scene.cp.move_clock(40_000)
     running.control.release(None)
     assert running.wait() == {"state": "idle"}
     rows = scene.rows()
@@ -299,7 +311,7 @@ def test_startup_cleanup_comes_before_any_request(scene: Scene) -> None:
     (scene.root / "keep-me").mkdir()
     running = Running(scene, ("cleanup_before_remove", 1))
     assert running.wait()["failpoint"] == "cleanup_before_remove"
-    assert stale.exists() and scene.cp.log == []
+    assert stale.exists() and scene.requests() == []
     running.control.release(None)
     assert running.wait() == {"state": "idle"}
     assert not stale.exists() and (scene.root / "keep-me").is_dir()

@@ -15,12 +15,14 @@ from typing import Any
 
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
 from resumekit.conformance.p1.evidence import (
+    BINDING,
     COLUMNS,
     RANKS,
     TERMINAL,
     Row,
     Snapshot,
     attempts,
+    binding,
 )
 from resumekit.conformance.results import Mismatch
 
@@ -254,6 +256,90 @@ def side_effect_checks(ev: Evidence) -> list[Mismatch]:
     return found
 
 
+def reuse_checks(rows: Sequence[Row]) -> list[Mismatch]:
+    """SCOPE-3, SCOPE-4: a reused row names a row of an earlier attempt of its task with an identical binding."""
+    found = []
+    by_seq = {row["seq"]: row for row in rows}
+    for row in rows:
+        source_seq = row["reused_from"]
+        if source_seq is None:
+            continue
+        where = f"/journal/{row['task_id']}/{row['attempt']}/reused_from"
+        source = by_seq.get(source_seq)
+        if source is None or source["task_id"] != row["task_id"] or source["attempt"] >= row["attempt"]:
+            found.append(
+                _m("SCOPE-3", where, "a row of an earlier attempt of the task", source_seq, "reused an unknown row")
+            )
+        elif binding(source) != binding(row):
+            differs = [name for name, a, b in zip(BINDING, binding(source), binding(row), strict=True) if a != b]
+            found.append(_m("SCOPE-4", where, "an identical binding", differs, "reused a row of another binding"))
+        elif source["phase"] not in ("source_capture_done", "result_pending") or any(
+            source[name] != row[name] for name in ("phase", "result_hash", "result_body", "commit_oid")
+        ):
+            found.append(
+                _m("SCOPE-3", where, "the source's phase and result", source["phase"], "not a reuse SCOPE-3 allows")
+            )
+    return found
+
+
+def key_checks(ev: Evidence) -> list[Mismatch]:
+    """KEY-2: every submission carries the key of its attempt's result_pending row, which result_submitted repeats."""
+    found = []
+    pending: dict[tuple[str, int], str] = {}
+    for row in ev.rows:
+        if row["phase"] == "result_pending" and row["idempotency_key"]:
+            pending.setdefault((row["task_id"], row["attempt"]), row["idempotency_key"])
+    for submission in ev.submissions:
+        which = (str(submission["task_id"]), int(submission["attempt"]))
+        if which in pending and submission["key"] != pending[which]:
+            found.append(
+                _m(
+                    "KEY-2",
+                    f"/control-plane/{which[0]}/{which[1]}/key",
+                    pending[which],
+                    submission["key"],
+                    "a submission carried a key other than its result_pending row's",
+                )
+            )
+    for row in ev.rows:
+        which = (row["task_id"], row["attempt"])
+        if row["phase"] == "result_submitted" and which in pending and row["idempotency_key"] != pending[which]:
+            found.append(
+                _m(
+                    "KEY-2",
+                    f"/journal/{which[0]}/{which[1]}/result_submitted",
+                    pending[which],
+                    row["idempotency_key"],
+                    "result_submitted carries a key other than its result_pending row's",
+                )
+            )
+    return found
+
+
+def lease_checks(ev: Evidence) -> list[Mismatch]:
+    """LEASE-4 (EVID-4): no push and no submission reached the kit while the attempt's lease was not ACTIVE."""
+    found = []
+    for index, push in enumerate(ev.pushes):
+        lease = push.get("lease")
+        state = lease.get("state") if isinstance(lease, Mapping) else None
+        if push.get("task_id") is not None and state is not None and state != "ACTIVE":
+            found.append(
+                _m("LEASE-4", f"/origin/pushes/{index}", "ACTIVE", state, "a push reached the origin with a lost lease")
+            )
+    for submission in ev.submissions:
+        if int(submission["status"]) == 403:
+            found.append(
+                _m(
+                    "LEASE-4",
+                    f"/control-plane/{submission['task_id']}/{submission['attempt']}/submission",
+                    "a lease ACTIVE at CP time",
+                    "answered 403",
+                    "a submission reached the control plane with a lost lease",
+                )
+            )
+    return found
+
+
 def submitted_backing(ev: Evidence) -> list[Mismatch]:
     """SUB-7: a result_submitted row only on a 2xx answer to its key or on an exact match."""
     found = []
@@ -449,6 +535,9 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found = journal_checks(ev.rows, ev.snapshots)
     found += side_effect_checks(ev)
     found += submitted_backing(ev)
+    found += reuse_checks(ev.rows)
+    found += key_checks(ev)
+    found += lease_checks(ev)
     if ev.idle:
         found += idle_checks(ev)
     found += settings_checks(ev.settings)

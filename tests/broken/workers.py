@@ -1,0 +1,267 @@
+"""P1 workers that each break one rule: ``python -m tests.broken.workers BUG``.
+
+Each serves the adapter protocol exactly as ``python -m resumekit.reference`` does, with one bug injected
+into the reference worker by a small subclass. ``BUGS`` names them; tests/test_broken_workers.py runs
+each through ``resumekit run --kind p1`` and requires the gate its bug breaks to fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import secrets
+import shutil
+import sqlite3
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from resumekit.reference import adapter
+from resumekit.reference.p1 import git, journal
+from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.cleanup import remove_stale_workspaces
+from resumekit.reference.p1.client import quote
+from resumekit.reference.p1.journal import BINDING_FIELDS, Row, attempts
+from resumekit.reference.p1.results import idempotency_key
+
+
+class _Tracked(reference.Worker):
+    """The reference worker, remembering which rows this process wrote (to tell a resumed row apart)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mine: set[int] = set()
+
+    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
+        row = super()._record(attempt, phase, **columns)
+        self.mine.add(row.seq)
+        return row
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    original = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+class SubmitsBeforePending(_Tracked):
+    """Sends the submission first and commits result_pending after it (SUB-1)."""
+
+    def _pending(self, attempt: reference.Attempt) -> None:
+        first, last = attempt.first, attempt.last
+        key = idempotency_key(first.task_id, first.attempt, first.execution_digest)
+        assert last.result_body is not None
+        body = {
+            "attempt": first.attempt,
+            "execution_digest": first.execution_digest,
+            "lease_id": attempt.lease_id,
+            "result_hash": last.result_hash,
+            "result": json.loads(last.result_body),
+        }
+        self._failpoint("before_result_submit")
+        self._renew(attempt)
+        answer = self._request("POST", f"v1/tasks/{quote(first.task_id)}/result", body, {"Idempotency-Key": key})
+        super()._pending(attempt)
+        if answer.status in (200, 201):
+            self._submitted(attempt)
+
+
+class NewKeyOnRestart(_Tracked):
+    """Mints a new key for an attempt it resumes at result_pending after a restart (KEY-1, KEY-2)."""
+
+    def _submit(self, attempt: reference.Attempt) -> None:
+        pending = attempt.last
+        if pending.seq not in self.mine:
+            attempt.rows[-1] = dataclasses.replace(pending, idempotency_key=f"p1-result:{secrets.token_hex(32)}")
+        super()._submit(attempt)
+
+
+class AcceptsAny409(_Tracked):
+    """Takes every 409 answer to a submission for an exact match (SUB-5)."""
+
+    def _exact_match(self, attempt: reference.Attempt, body: dict[str, Any]) -> bool:
+        return body.get("error") == "conflict" or super()._exact_match(attempt, body)
+
+
+class ReusesAcrossGenerations(_Tracked):
+    """Reuses an earlier attempt's rows when only ``generation`` differs (SCOPE-4)."""
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        loose = tuple(name for name in BINDING_FIELDS if name != "generation")
+        first = attempt.first
+        mine = tuple(getattr(first, name) for name in loose)
+        earlier = [
+            group
+            for group in attempts(self.journal.rows())
+            if group[0].task_id == first.task_id
+            and group[0].attempt < first.attempt
+            and tuple(getattr(group[0], name) for name in loose) == mine
+            and group[0].generation != first.generation
+        ]
+        if not earlier:
+            return super()._reuse(attempt)
+        # Pretend the earlier attempts carry this attempt's generation, so the reference reuses them.
+        real_rows = self.journal.rows
+
+        def rows() -> list[Row]:
+            return [
+                dataclasses.replace(row, generation=first.generation) if row.task_id == first.task_id else row
+                for row in real_rows()
+            ]
+
+        with _patched(self.journal, "rows", rows):
+            return super()._reuse(attempt)
+
+
+class RecommitsAfterCommitDone(_Tracked):
+    """Resumed with commit_done durable, pushes a new commit on top of C before the convergence check
+    (COMMIT-3)."""
+
+    def _converge(self, attempt: reference.Attempt) -> None:
+        last = attempt.last
+        if last.phase == "commit_done" and last.seq not in self.mine and last.commit_oid is not None:
+            root = self.config.workspace_root
+            name = git.prepare_workspace(root, attempt.task)
+            path = root / name
+            again = git.run(
+                [
+                    "-c",
+                    "user.name=bug",
+                    "-c",
+                    "user.email=bug@resumekit.invalid",
+                    "commit-tree",
+                    f"{last.commit_oid}^{{tree}}",
+                    "-p",
+                    last.commit_oid,
+                    "-m",
+                    "again",
+                ],
+                cwd=path,
+            )
+            git.push(path, str(attempt.task["origin_url"]), again.decode("ascii").strip(), last.target_branch)
+            shutil.rmtree(path, ignore_errors=True)
+        super()._converge(attempt)
+
+
+def _remove_through_links(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that empties the target of a ``task-*`` link before unlinking it (CLEAN-4)."""
+    for entry in os.scandir(root):
+        if entry.name.startswith("task-") and entry.is_symlink():
+            target = Path(os.path.realpath(entry.path))
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+    return remove_stale_workspaces(root, **kwargs)
+
+
+class FollowsLinksInCleanup(_Tracked):
+    """Cleanup deletes through a ``task-*`` link: the target's contents go (CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_through_links):
+            super()._startup()
+
+
+class _NormalJournal(journal.Journal):
+    def _connect(self) -> sqlite3.Connection:
+        db = super()._connect()
+        db.execute("PRAGMA synchronous=NORMAL")
+        entry = self.settings[-1]
+        entry["synchronous"] = int(db.execute("PRAGMA synchronous").fetchone()[0])  # reported truthfully: 1
+        return db
+
+
+class SynchronousNormal(_Tracked):
+    """Writes the journal with ``synchronous=NORMAL`` and says so in p1.journal.settings (JNL-5)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "Journal", _NormalJournal):
+            super()._startup()
+
+
+class ResumesInOldWorkspace(_Tracked):
+    """Before the governed commit, resumes in the attempt's old workspace, which startup cleanup kept
+    (RESUME-3, CLEAN-1)."""
+
+    def _old_workspaces(self) -> dict[tuple[str, int], str]:
+        path = self.config.state_dir / journal.JOURNAL_NAME
+        if not path.exists():
+            return {}
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            found = db.execute("SELECT task_id, attempt, phase, workspace FROM checkpoints ORDER BY seq").fetchall()
+        finally:
+            db.close()
+        last: dict[tuple[str, int], str] = {}
+        named: dict[tuple[str, int], str] = {}
+        for task_id, number, phase, workspace in found:
+            last[(task_id, number)] = phase
+            if workspace:
+                named[(task_id, number)] = workspace
+        return {
+            ident: name for ident, name in named.items() if last[ident] in ("workspace_prepared", "verification_passed")
+        }
+
+    def _startup(self) -> None:
+        self.old = self._old_workspaces()
+        keep = set(self.old.values())
+
+        def cleanup(root: Path, before_remove: Callable[[str], None]) -> Iterable[str]:
+            return remove_stale_workspaces(root, keep=keep.__contains__, before_remove=before_remove)
+
+        with _patched(reference, "remove_stale_workspaces", cleanup):
+            super()._startup()
+
+    def _replay(self, attempt: reference.Attempt) -> None:
+        old = self.old.pop((attempt.first.task_id, attempt.first.attempt), None)
+        if old is None or not (self.config.workspace_root / old).is_dir():
+            super()._replay(attempt)
+            return
+        with _patched(git, "prepare_workspace", lambda root, task: old):
+            super()._replay(attempt)
+
+
+class IgnoresLostLease(_Tracked):
+    """Takes every renewal for a success: goes on pushing and submitting with a lost lease (LEASE-4)."""
+
+    def _renew(self, attempt: reference.Attempt) -> bool:
+        super()._renew(attempt)
+        attempt.lost = False
+        return True
+
+
+# bug -> (worker class, what it does wrong)
+BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
+    "new-key-on-restart": (NewKeyOnRestart, "mints a new key when resuming at result_pending (KEY-1, KEY-2)"),
+    "accepts-any-409": (AcceptsAny409, "writes result_submitted on any 409 (SUB-5)"),
+    "reuses-across-generations": (ReusesAcrossGenerations, "reuses rows of another generation (SCOPE-4)"),
+    "recommits-after-commit-done": (RecommitsAfterCommitDone, "pushes again after a restart at commit_done (COMMIT-3)"),
+    "follows-links-in-cleanup": (FollowsLinksInCleanup, "cleanup deletes through a task-* link (CLEAN-4)"),
+    "synchronous-normal": (SynchronousNormal, "journal connection with synchronous=NORMAL (JNL-5)"),
+    "resumes-in-old-workspace": (ResumesInOldWorkspace, "replays in the old workspace, kept at startup (RESUME-3)"),
+    "ignores-lost-lease": (IgnoresLostLease, "pushes and submits after its lease is lost (LEASE-4)"),
+}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[1] not in BUGS:
+        print(f"usage: python -m tests.broken.workers {{{','.join(BUGS)}}}", file=sys.stderr)
+        return 2
+    worker_class, _ = BUGS[argv[1]]
+    sys.stdout.reconfigure(encoding="utf-8", newline="\n")  # type: ignore[union-attr]
+    setattr(adapter, "Worker", worker_class)  # noqa: B010 - the adapter's _RunningWorker builds this class
+    return adapter.serve(sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,147 @@
+"""Each deliberately broken P1 worker (tests/broken/workers.py) fails the gate its bug breaks, and only
+the gates its bug touches.
+
+Every bug runs the same compact selection of scenarios, which together name all nine gates, through the
+``resumekit`` command in a subprocess with a timeout. The runs go two at a time in one module-scoped
+fixture, so the whole module takes about as long as four or five of them in a row.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resumekit.conformance.p1.gates import GATES
+from tests.broken.workers import BUGS
+from tests.support import ROOT, python_command
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+GUARD = 300  # seconds: far above an honest run of the selection, only there to turn a hang into a failure
+
+# One or two scenarios per gate; each bug below is caught by at least one of them.
+SELECTION = (
+    "p1-capture-completes",  # CHECKPOINT_DURABLE_WRITE, RESULT_SUBMISSION_REPLAY_SAFE
+    "p1-commit-completes",  # CHECKPOINT_DURABLE_WRITE, RETRY_IDEMPOTENT..., LEASE_RENEWAL_RECOVERY
+    "p1-orderly-stop-mid-task-then-resume",  # WORKER_RESTART_RESUME
+    "p1-kill-after-pending-resends-the-same-key",  # RESULT_SUBMISSION..., WORKER_RESTART..., CRASH_RECOVERY...
+    "p1-restart-at-commit-done-pushes-nothing-again",  # RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT
+    "p1-cleanup-never-follows-a-task-link",  # WORKSPACE_CLEANUP_RECOVERY
+    "p1-replay-ignores-a-tampered-old-workspace",  # WORKSPACE_CLEANUP_RECOVERY, RESUME_FROM_CHECKPOINT
+    "p1-lease-expired-before-submission-abandons-the-attempt",  # LEASE_RENEWAL..., CRASH_RECOVERY...
+    "p1-scope-generation-differs-reuses-nothing",  # CHECKPOINT_SCOPE_ISOLATION
+    "p1-409-other-body-is-a-hard-failure",  # RESULT_SUBMISSION_REPLAY_SAFE
+)
+
+EVERY_GATE = frozenset(GATES)
+
+# bug -> (the gates it must fail, the scenarios that must fail, clauses of which each failing scenario cites one)
+EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
+    # SUB-1 is checked on every submission (EVID-4), so every scenario that submits fails, and with it every gate
+    # those scenarios name: with this selection, all nine.
+    "submits-before-pending": (EVERY_GATE, frozenset(SELECTION), frozenset({"SUB-1"})),
+    # Caught where a restart resumes at result_pending; that scenario also names CRASH_RECOVERY_CONVERGENCE.
+    "new-key-on-restart": (
+        frozenset({"RESULT_SUBMISSION_REPLAY_SAFE", "WORKER_RESTART_RESUME", "CRASH_RECOVERY_CONVERGENCE"}),
+        frozenset({"p1-kill-after-pending-resends-the-same-key"}),
+        frozenset({"KEY-1", "KEY-2"}),
+    ),
+    # SUB-7's check is the observable part of SUB-5: result_submitted without a 2xx or an exact match.
+    "accepts-any-409": (
+        frozenset({"RESULT_SUBMISSION_REPLAY_SAFE"}),
+        frozenset({"p1-409-other-body-is-a-hard-failure"}),
+        frozenset({"SUB-5", "SUB-7"}),
+    ),
+    "reuses-across-generations": (
+        frozenset({"CHECKPOINT_SCOPE_ISOLATION"}),
+        frozenset({"p1-scope-generation-differs-reuses-nothing"}),
+        frozenset({"SCOPE-4"}),
+    ),
+    "recommits-after-commit-done": (
+        frozenset({"RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT"}),
+        frozenset({"p1-restart-at-commit-done-pushes-nothing-again"}),
+        frozenset({"COMMIT-3"}),
+    ),
+    # The decoy behind the link changes; the kit's decoy check cites CLEAN-2 (nothing outside the root touched).
+    "follows-links-in-cleanup": (
+        frozenset({"WORKSPACE_CLEANUP_RECOVERY"}),
+        frozenset({"p1-cleanup-never-follows-a-task-link"}),
+        frozenset({"CLEAN-4", "CLEAN-2"}),
+    ),
+    # JNL-5 is attested and checked on every scenario (ALWAYS_CHECKED), so every scenario fails, and every gate.
+    "synchronous-normal": (EVERY_GATE, frozenset(SELECTION), frozenset({"JNL-5"})),
+    # Keeping the old workspace fails CLEAN-1 at the first request of every restart with an attempt stopped
+    # before its governed commit: the orderly stop of WORKER_RESTART_RESUME's scenario is one (RESUME-1 (1)).
+    "resumes-in-old-workspace": (
+        frozenset({"WORKSPACE_CLEANUP_RECOVERY", "RESUME_FROM_CHECKPOINT", "WORKER_RESTART_RESUME"}),
+        frozenset({"p1-replay-ignores-a-tampered-old-workspace", "p1-orderly-stop-mid-task-then-resume"}),
+        frozenset({"RESUME-3", "CLEAN-1"}),
+    ),
+    # The lease-expiry scenario also names CRASH_RECOVERY_CONVERGENCE; the scope scenario re-issues the task,
+    # which ends attempt 1's lease, and the restarted worker submits for attempt 1 anyway.
+    "ignores-lost-lease": (
+        frozenset({"LEASE_RENEWAL_RECOVERY", "CRASH_RECOVERY_CONVERGENCE", "CHECKPOINT_SCOPE_ISOLATION"}),
+        frozenset({
+            "p1-lease-expired-before-submission-abandons-the-attempt",
+            "p1-scope-generation-differs-reuses-nothing",
+        }),
+        frozenset({"LEASE-4"}),
+    ),
+}
+
+
+def _run(bug: str, report: Path) -> tuple[int, dict[str, Any], str]:
+    selection = [arg for scenario in SELECTION for arg in ("--only", scenario)]
+    adapter = python_command("-m", "tests.broken.workers", bug)
+    done = subprocess.run(
+        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--kind", "p1", "--adapter", adapter,
+         "--report-json", str(report), *selection],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=GUARD,
+    )
+    document = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+    return done.returncode, document, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[int, dict[str, Any], str]]]:
+    folder = tmp_path_factory.mktemp("broken-workers")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {bug: pool.submit(_run, bug, folder / f"{bug}.json") for bug in BUGS}
+        yield {bug: future.result() for bug, future in futures.items()}
+
+
+def test_every_bug_has_an_expectation_and_the_selection_names_every_gate() -> None:
+    assert set(EXPECTED) == set(BUGS) and len(BUGS) >= 9
+
+
+@pytest.mark.parametrize("bug", sorted(EXPECTED))
+def test_a_broken_worker_fails_the_gates_its_bug_breaks(
+    bug: str, runs: dict[str, tuple[int, dict[str, Any], str]]
+) -> None:
+    gates, scenarios, clauses = EXPECTED[bug]
+    code, document, output = runs[bug]
+    assert code == 1, output  # not certified
+    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    assert set(verdicts) == EVERY_GATE
+    assert {gate for gate, verdict in verdicts.items() if verdict == "failed"} == gates, verdicts
+    assert all(verdict == "passed" for gate, verdict in verdicts.items() if gate not in gates), verdicts
+    results = {result["id"]: result for result in document["results"]}
+    assert set(results) == set(SELECTION)
+    failing = {case for case, result in results.items() if result["outcome"] != "passed"}
+    assert failing == scenarios, {case: results[case]["mismatches"] for case in failing}
+    for case in failing:
+        result = results[case]
+        assert result["outcome"] == "failed", result
+        cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
+        assert cited & clauses, (case, cited)

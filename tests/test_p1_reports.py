@@ -51,11 +51,13 @@ def test_junit_has_a_gate_suite_with_a_failure_and_skips() -> None:
     root = ET.fromstring(report.to_junit(_run()))
     suite = next(s for s in root.iter("testsuite") if s.get("name") == "resumekit.p1-gates")
     assert suite.get("tests") == str(len(GATES))
-    assert suite.get("failures") == "1"
+    # LEASE-5 is a clause of two gates: the failure counts against both.
+    assert suite.get("failures") == "2"
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert cases["LEASE_RENEWAL_RECOVERY"].find("failure") is not None
     assert cases["RESUME_FROM_CHECKPOINT"].find("skipped") is not None
     assert cases["CHECKPOINT_DURABLE_WRITE"].find("failure") is None
+    assert cases["CRASH_RECOVERY_CONVERGENCE"].find("failure") is not None
 
 
 def test_text_and_markdown_show_every_gate() -> None:
@@ -63,3 +65,31 @@ def test_text_and_markdown_show_every_gate() -> None:
     for gate in GATES:
         assert gate in text and f"| {gate} |" in markdown
     assert "| LEASE_RENEWAL_RECOVERY | failed |" in markdown
+
+
+def _failed(case_id: str, *mismatches: Mismatch) -> CaseResult:
+    return CaseResult(case_id=case_id, kind="p1", outcome=Outcome.FAILED, mismatches=mismatches)
+
+
+def test_a_failure_counts_against_the_gates_of_its_clause_not_every_gate_of_its_scenario() -> None:
+    gates_of = {"cleanup": ("WORKSPACE_CLEANUP_RECOVERY",), "submit": ("RESULT_SUBMISSION_REPLAY_SAFE",)}
+    # SUB-1 is checked on every scenario: breaking it in a cleanup scenario fails the gates of SUB-1.
+    early = Mismatch("/tasks/t/attempts/1/submission", "result_pending", "claimed", "SUB-1", "too early")
+    results = [_failed("cleanup", early), CaseResult(case_id="submit", kind="p1", outcome=Outcome.PASSED)]
+    rows = {row.gate: row for row in gate_table(gates_of, results, profile="core")}
+    assert rows["RESULT_SUBMISSION_REPLAY_SAFE"].verdict == "failed"
+    assert rows["RESULT_SUBMISSION_REPLAY_SAFE"].failed == ("cleanup",)
+    assert rows["CHECKPOINT_DURABLE_WRITE"].verdict == "failed"  # SUB-1 is one of its clauses too
+    assert rows["WORKSPACE_CLEANUP_RECOVERY"].verdict == "passed"  # its scenario broke no cleanup clause
+    assert rows["WORKSPACE_CLEANUP_RECOVERY"].failed == ()
+
+
+def test_a_failed_expectation_counts_against_every_gate_its_scenario_names() -> None:
+    gates_of = {"s": ("WORKSPACE_CLEANUP_RECOVERY", "LEASE_RENEWAL_RECOVERY")}
+    wrong = Mismatch("/expect/capture/final", "result_submitted", "claimed", "FPT-4", "did not converge")
+    rows = {row.gate: row for row in gate_table(gates_of, [_failed("s", wrong)], profile="core")}
+    assert rows["WORKSPACE_CLEANUP_RECOVERY"].verdict == rows["LEASE_RENEWAL_RECOVERY"].verdict == "failed"
+    assert rows["CRASH_RECOVERY_CONVERGENCE"].verdict == "not run"
+    errored = CaseResult(case_id="s", kind="p1", outcome=Outcome.ERRORED, message="hung")
+    rows = {row.gate: row for row in gate_table(gates_of, [errored], profile="core")}
+    assert rows["WORKSPACE_CLEANUP_RECOVERY"].verdict == rows["LEASE_RENEWAL_RECOVERY"].verdict == "failed"

@@ -1,7 +1,7 @@
 """The nine P1 gates (docs/spec/p1.md, section 17) and the table every report carries.
 
-A gate passes for a worker when at least one of its scenarios ran in the profile and every one of them
-passed. A gate none of whose scenarios ran is *not run*, never passed.
+A gate passes for a worker when at least one of its scenarios ran in the profile and nothing counts
+against it (``implicates``). A gate none of whose scenarios ran is *not run*, never passed.
 """
 
 from __future__ import annotations
@@ -120,9 +120,9 @@ class GateRow:
 
     @property
     def verdict(self) -> str:
-        if self.scenarios == 0 or self.passed + len(self.failed) == 0:
-            return "not run"
-        return "passed" if not self.failed else "failed"
+        if self.failed:
+            return "failed"
+        return "passed" if self.passed else "not run"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,26 +137,47 @@ class GateRow:
         }
 
 
+def implicates(result: CaseResult, gate: str, gate_clauses: Sequence[str], named: Sequence[str]) -> bool:
+    """Whether a result counts against *gate* (docs/spec/p1.md, section 17).
+
+    A failed check counts against the gates whose clauses include the check's clause, whichever scenario
+    it failed in; a scenario's own expectations (its `expect`) count against every gate it names; and a
+    scenario with no usable answer, or whose failures cite no clause, counts against every gate it names.
+    """
+    if result.outcome is Outcome.ERRORED:
+        return gate in named
+    if result.outcome is not Outcome.FAILED:
+        return False
+    if not any(m.clause for m in result.mismatches):
+        return gate in named
+    for mismatch in result.mismatches:
+        if mismatch.pointer.startswith("/expect"):
+            if gate in named:
+                return True
+        elif mismatch.clause in gate_clauses:
+            return True
+    return False
+
+
 def gate_table(
     gates_of: Mapping[str, Sequence[str]], results: Iterable[CaseResult], *, profile: str
 ) -> tuple[GateRow, ...]:
     """The table of every gate over the P1 results of a run; *gates_of* maps a case id to its gates."""
-    by_gate: dict[str, list[CaseResult]] = {gate: [] for gate in GATES}
-    for result in results:
-        for gate in gates_of.get(result.case_id, ()):
-            by_gate.setdefault(gate, []).append(result)
+    chosen = [result for result in results if result.case_id in gates_of]
     rows = []
     for gate, (core, strict, attested) in GATES.items():
-        mine = by_gate[gate]
+        clauses = core + (strict if profile == "strict" else ())
+        mine = [r for r in chosen if gate in gates_of[r.case_id]]
         ran = [r for r in mine if r.outcome not in (Outcome.NOT_CLAIMED, Outcome.SKIPPED)]
+        failed = tuple(r.case_id for r in chosen if implicates(r, gate, clauses, gates_of[r.case_id]))
         rows.append(
             GateRow(
                 gate=gate,
                 scenarios=len(mine),
-                passed=sum(1 for r in ran if r.ok),
-                failed=tuple(r.case_id for r in ran if not r.ok),
+                passed=sum(1 for r in ran if r.case_id not in failed),
+                failed=failed,
                 not_run=len(mine) - len(ran),
-                clauses=core + (strict if profile == "strict" else ()),
+                clauses=clauses,
                 attested=attested,
             )
         )

@@ -41,6 +41,29 @@ MAX_PID = 2**31 - 1  # pid_t on POSIX; Windows pids are DWORDs, but far below th
 _CHUNK = 1 << 16
 
 
+# Every LineProcess whose tree has not been ended yet, so that an interrupted run can end them all.
+_LIVE: set[LineProcess] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> int:
+    """End the tree of every process the kit started and has not ended yet; return how many.
+
+    Safe to call from a signal handler: it only sends kills (SIGKILL to each group, or terminates
+    each job), and never waits.
+    """
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    ended = 0
+    for process in live:
+        # A process already reaped may have given its pid (its group id) to a stranger: leave it.
+        if process._popen.returncode is None:
+            with contextlib.suppress(OSError):
+                process._end_tree()
+            ended += 1
+    return ended
+
+
 class ProcessGone(Exception):
     """The process exited (or closed its stdout) while the kit waited for a line."""
 
@@ -423,6 +446,8 @@ class LineProcess:
         self._stderr = _Tail(self._popen.stderr)
         self._stderr_settled = False
         self._writer_lock = threading.Lock()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     @property
     def pid(self) -> int:
@@ -573,6 +598,8 @@ class LineProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._popen.pid, signal.SIGKILL)
         self._tree_ended = True
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
 
     def kill(self) -> None:
         """Kill the process the kit started and everything it started, and reap it."""

@@ -99,14 +99,22 @@ class PlanFunction(Protocol):
 class PythonAdapter:
     """Calls a Python function in this process (``--adapter python:package.module:attribute``)."""
 
-    def __init__(self, function: PlanFunction, *, name: str, version: str = "", adapter: str = "") -> None:
+    def __init__(
+        self,
+        function: PlanFunction,
+        *,
+        name: str,
+        version: str = "",
+        adapter: str = "",
+        profiles: tuple[str, ...] = ("core", "strict"),
+    ) -> None:
         self._function = function
         self.implementation = Implementation(
             name=name,
             version=version,
             language="python",
             capabilities=("phase0.projection",),
-            profiles=("core", "strict"),
+            profiles=profiles,
             adapter=adapter,
         )
 
@@ -149,7 +157,21 @@ def load_python(spec: str) -> PythonAdapter:
     if not callable(function):
         raise AdapterStartError(f"{spec!r} is neither callable nor has a callable 'build_resume_plan'")
     version = str(getattr(module, "__version__", getattr(target, "version", "")))
-    return PythonAdapter(function, name=str(getattr(target, "name", spec)), version=version, adapter=f"python:{spec}")
+    # An attribute `profiles` (say ("core",)) narrows what it claims; by default both profiles.
+    profiles = getattr(target, "profiles", ("core", "strict"))
+    if (
+        not isinstance(profiles, (list, tuple))
+        or "core" not in profiles
+        or not set(profiles) <= {"core", "strict"}
+    ):
+        raise AdapterStartError(f"{spec!r}: 'profiles' must list 'core' and may add 'strict', got {profiles!r}")
+    return PythonAdapter(
+        function,
+        name=str(getattr(target, "name", spec)),
+        version=version,
+        adapter=f"python:{spec}",
+        profiles=tuple(str(p) for p in profiles),
+    )
 
 
 def _preview(raw: bytes | str) -> str:

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import json
+import os
 import random
 import re
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from resumekit.conformance import __version__, doctor, report, schemas
+from resumekit.conformance import __version__, _process, doctor, expectations, report, schemas
 from resumekit.conformance._resources import golden_dir, spec_dir
 from resumekit.conformance.adapters import (
     DEFAULT_TIMEOUT,
@@ -26,66 +31,211 @@ from resumekit.conformance.adapters import (
 from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
 from resumekit.conformance.p1 import harness
 from resumekit.conformance.phase0 import crash
-from resumekit.conformance.results import Source
+from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Run, Selection, Source
 from resumekit.conformance.runner import run as run_cases
 
-EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE = 0, 1, 2
+# The one exit-code rule of `resumekit run` (docs/certifying.md states it too, and so does --help).
+EXIT_CERTIFIED = 0  # a certification: every claimed case passed (or is an expected failure), and some passed
+EXIT_NOT_CERTIFIED = 1  # a claimed case failed, errored or was skipped, an expected failure passed, or none passed
+EXIT_USAGE = 2  # bad arguments or files, an adapter that cannot start, a report that cannot be written
+EXIT_SUBSET = 3  # every selected case passed, but the selection was narrower than a certification
+EXIT_INTERRUPTED = 130  # Ctrl-C: processes killed, reports written with what finished
+EXIT_BROKEN_PIPE = 141  # stdout closed under us (`resumekit list | head`), as a shell reports SIGPIPE
+
+EXIT_CODES = f"""exit codes:
+  {EXIT_CERTIFIED}    certified: a certification run in which every claimed case passed (expected
+       failures listed with --expect aside) and at least one passed
+  {EXIT_NOT_CERTIFIED}    not certified: a claimed case failed, errored or was skipped, a listed expected
+       failure passed, or no claimed case passed (in a subset run too)
+  {EXIT_USAGE}    usage error: bad arguments, a broken fixture or expectations file, an adapter that
+       cannot start, an empty selection, a report file that cannot be written
+  {EXIT_SUBSET}    subset run passed: --only, --kind, --kills below {DEFAULT_KILLS} or --golden narrowed
+       the run, so it is not a certification
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C): every process the kit started is killed and the reports
+       are written, marked interrupted, with the cases that finished"""
+
+# The options naming a file the run writes: checked, and their folders made, before the first case.
+OUTPUT_OPTIONS = ("report_json", "junit", "summary_md", "write_expectations")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="resumekit", description="Certify a crash-safe agent runtime against resumekit's golden fixtures."
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default (when it has a meaningful one) and keeps the epilog's layout."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive, finite number of seconds")
+    return value
+
+
+def _command(
+    commands: Any, name: str, summary: str, examples: str, exit_codes: str
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog=f"{exit_codes}\n\nexamples:\n{examples}",
+        formatter_class=_HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"resumekit {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    return parser
 
-    def golden(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--golden", type=Path, help="a golden directory other than the bundled one")
 
-    run = commands.add_parser("run", help="run the selected cases against an implementation")
-    golden(run)
+def _golden_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--golden", type=Path, metavar="DIR", help="a golden directory other than the bundled one (default: bundled)"
+    )
+
+
+def _run_parser(commands: Any) -> None:
+    run = _command(
+        commands,
+        "run",
+        "run the selected cases against an implementation and give a verdict",
+        "  resumekit run --adapter reference\n"
+        '  resumekit run --adapter "node my-adapter.mjs" --junit out/junit.xml --report-json out/report.json\n'
+        "  resumekit run --adapter python:mypkg.plan:build --expect known-failures.yaml",
+        EXIT_CODES,
+    )
+    _golden_option(run)
     run.add_argument(
         "--adapter",
         default="reference",
         help="'reference' (the bundled runtime, over the protocol), 'python:package.module:attribute' "
-        "(in-process), or a command line speaking the adapter protocol (default: reference)",
+        "(in-process), or a command line speaking the adapter protocol",
     )
     run.add_argument(
-        "--profile", choices=["core", "strict"], default="strict", help="strict runs core and strict cases"
+        "--profile",
+        choices=["core", "strict"],
+        default="strict",
+        help="strict runs core and strict cases; an implementation that claims only core is certified for core",
     )
     run.add_argument(
-        "--only", action="append", default=[], metavar="GLOB", help="run only cases whose id matches (repeatable)"
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="run only cases whose id matches (repeatable; makes a subset run)",
     )
     run.add_argument(
         "--kind",
         action="append",
         choices=["decision", "crash", "ledger-fault", "schedule", "p1"],
-        help="run only these kinds",
+        help="run only these kinds (repeatable; makes a subset run)",
     )
-    run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for each response")
+    run.add_argument(
+        "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="wait for each response"
+    )
     run.add_argument("--validate-messages", action="store_true", help="check every protocol message against its schema")
-    run.add_argument("--seed", type=int, help="seed of the random crash schedule (default: random, printed)")
-    run.add_argument("--kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
+    run.add_argument(
+        "--seed", type=int, help="seed of the random crash schedule (default: random, printed in the header)"
+    )
+    run.add_argument(
+        "--kills",
+        type=_non_negative_int,
+        default=DEFAULT_KILLS,
+        metavar="N",
+        help=f"kills in the random crash schedule; fewer than {DEFAULT_KILLS} make a subset run",
+    )
+    run.add_argument(
+        "--expect",
+        type=Path,
+        metavar="FILE",
+        help="YAML file of known failures (schemas/expectations.json): listed cases that fail do not fail the run, "
+        "listed cases that pass do",
+    )
+    run.add_argument(
+        "--write-expectations", type=Path, metavar="FILE", help="write the run's failures as an expectations file"
+    )
     run.add_argument("--report-json", type=Path, metavar="FILE", help="write the run as JSON")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write the run as JUnit XML")
     run.add_argument(
         "--summary-md", type=Path, metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
     )
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress output (the header and verdict stay)")
 
-    listing = commands.add_parser("list", help="list the cases with their clauses and profile")
-    golden(listing)
-    listing.add_argument("--profile", choices=["core", "strict"], default="strict")
-    listing.add_argument("--only", action="append", default=[], metavar="GLOB")
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="resumekit",
+        description="Certify a crash-safe agent runtime against resumekit's golden fixtures.",
+        epilog=f"`resumekit COMMAND --help` shows each command's options, defaults and examples.\n\n{EXIT_CODES}",
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"resumekit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _run_parser(commands)
+
+    listing = _command(
+        commands,
+        "list",
+        "list the cases with their kind, profile and clauses",
+        "  resumekit list --only 'crash-*'\n  resumekit list --clauses",
+        f"exit codes:\n  {EXIT_CERTIFIED}    listed\n  {EXIT_USAGE}    usage error or a broken fixture",
+    )
+    _golden_option(listing)
+    listing.add_argument("--profile", choices=["core", "strict"], default="strict", help="list the cases of profile")
+    listing.add_argument(
+        "--only", action="append", default=[], metavar="GLOB", help="list only cases whose id matches (repeatable)"
+    )
     listing.add_argument("--clauses", action="store_true", help="list each spec clause and the cases that cite it")
 
-    validate = commands.add_parser("validate", help="check the schemas and every fixture file (for fixture authors)")
-    golden(validate)
-    validate.add_argument("files", nargs="*", type=Path, help="fixture files (default: the whole golden directory)")
+    show = _command(
+        commands,
+        "show",
+        "print a case as written in its file, the text of each clause it cites, and where the file is",
+        "  resumekit show crash-p3\n  resumekit show prefix-after-function-call",
+        f"exit codes:\n  {EXIT_CERTIFIED}    shown\n  {EXIT_USAGE}    no such case, or a broken fixture",
+    )
+    _golden_option(show)
+    show.add_argument("case_id", metavar="ID", help="a case id, as `resumekit list` prints it")
 
-    doctor = commands.add_parser("doctor", help="smoke-test an adapter before a full run")
-    doctor.add_argument("--adapter", default="reference")
-    doctor.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    validate = _command(
+        commands,
+        "validate",
+        "check the schemas and every fixture file (for fixture authors)",
+        "  resumekit validate\n  resumekit validate --golden my-golden my-golden/phase0/decisions/new.yaml",
+        f"exit codes:\n  {EXIT_CERTIFIED}    no problem\n"
+        f"  {EXIT_NOT_CERTIFIED}    problems found (each named on stderr)\n"
+        f"  {EXIT_USAGE}    the schemas cannot be loaded",
+    )
+    _golden_option(validate)
+    validate.add_argument(
+        "files", nargs="*", type=Path, help="fixture files (default: every file of the golden directory)"
+    )
+
+    doctor = _command(
+        commands,
+        "doctor",
+        "smoke-test an adapter before a full run",
+        '  resumekit doctor --adapter "node my-adapter.mjs"',
+        f"exit codes:\n  {EXIT_CERTIFIED}    every check passed\n  {EXIT_NOT_CERTIFIED}    a check failed",
+    )
+    doctor.add_argument("--adapter", default="reference", help="the adapter to check, as for `run --adapter`")
+    doctor.add_argument(
+        "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="wait for each response"
+    )
     return parser
 
 
@@ -95,8 +245,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    arguments = _parser().parse_args(argv)
-    return COMMANDS[arguments.command](arguments, sys.stdout, sys.stderr)
+    try:
+        arguments = _parser().parse_args(argv)
+        code = COMMANDS[arguments.command](arguments, sys.stdout, sys.stderr)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        _process.kill_all()
+        sys.stderr.write("\nresumekit: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at the null device, so the interpreter's last flush is silent too."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def _suite(arguments: argparse.Namespace, stderr: IO[str]) -> Suite | None:
@@ -230,6 +398,181 @@ def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]
     return EXIT_CERTIFIED if problems == 0 else EXIT_NOT_CERTIFIED
 
 
+def _prepare_outputs(arguments: argparse.Namespace, stderr: IO[str]) -> bool:
+    """Check every file the run will write, and make its folder, before the first case runs."""
+    seen: dict[Path, str] = {}
+    for option in OUTPUT_OPTIONS:
+        path: Path | None = getattr(arguments, option, None)
+        if path is None:
+            continue
+        flag = "--" + option.replace("_", "-")
+        problem = _output_problem(path)
+        resolved = path.resolve()
+        if problem is None and resolved in seen:
+            problem = f"the same file as {seen[resolved]}"
+        if problem is not None:
+            stderr.write(f"resumekit: {flag} {path}: {problem}\n")
+            return False
+        seen[resolved] = flag
+    return True
+
+
+def _output_problem(path: Path) -> str | None:
+    """Why *path* cannot be written, after making its folder; None when it can."""
+    if path.is_dir():
+        return "is a directory"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return f"cannot make its folder: {error.strerror or error}"
+    if not os.access(path.parent, os.W_OK):
+        return f"cannot write in {path.parent}"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "is not writable"
+    return None
+
+
+def _load_expectations(
+    arguments: argparse.Namespace, suite: Suite, stderr: IO[str]
+) -> tuple[bool, expectations.Expectations | None]:
+    if arguments.expect is None:
+        return True, None
+    try:
+        return True, expectations.load(arguments.expect, (case.id for case in suite.cases))
+    except expectations.ExpectationsError as error:
+        stderr.write(f"resumekit: {error}\n")
+        return False, None
+
+
+def _selection(
+    arguments: argparse.Namespace, seed: int, expected: expectations.Expectations | None
+) -> Selection:
+    golden = "bundled"
+    if arguments.golden is not None and arguments.golden.resolve() != golden_dir().resolve():
+        golden = str(arguments.golden)
+    return Selection(
+        profile=arguments.profile,
+        only=tuple(arguments.only),
+        kinds=tuple(arguments.kind or ()),
+        kills=arguments.kills,
+        timeout=arguments.timeout,
+        seed=seed,
+        golden=golden,
+        expectations=str(arguments.expect) if arguments.expect is not None else None,
+        expectations_digest=expected.digest if expected is not None else None,
+    )
+
+
+def compared_profile(requested: str, implementation: Implementation) -> str:
+    """The profile answers are compared in: the one asked for, or core when the implementation does not claim it."""
+    return requested if requested in implementation.profiles else "core"
+
+
+def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> report.ProgressReporter | None:
+    if arguments.quiet:
+        return None
+    isatty = getattr(stdout, "isatty", None)
+    live = bool(isatty()) if isatty is not None else False
+
+    def write(text: str) -> None:
+        stdout.write(text)
+        if live:
+            stdout.flush()
+
+    return report.ProgressReporter(write, total=total, live=live)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """While the run goes, Ctrl-C kills every process the kit started at once, then interrupts the run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        _process.kill_all()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _write_report(path: Path, what: str, write: Callable[[Path], object], stderr: IO[str]) -> bool:
+    try:
+        write(path)
+    except OSError as error:
+        stderr.write(f"resumekit: cannot write the {what} {path}: {error.strerror or error}\n")
+        return False
+    return True
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as file:
+        file.write(text)
+
+
+def _write_reports(
+    finished: Run, arguments: argparse.Namespace, expected: expectations.Expectations | None, stderr: IO[str]
+) -> bool:
+    """Write every report asked for; one that cannot be written does not stop the others."""
+    writers: list[tuple[Path | None, str, Callable[[Path], object]]] = [
+        (
+            arguments.report_json,
+            "JSON report",
+            lambda path: path.write_text(
+                json.dumps(report.to_json(finished), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            ),
+        ),
+        (arguments.junit, "JUnit file", lambda path: path.write_text(report.to_junit(finished), encoding="utf-8")),
+        (arguments.summary_md, "Markdown summary", lambda path: _append(path, report.to_markdown(finished))),
+        (
+            arguments.write_expectations,
+            "expectations file",
+            lambda path: path.write_text(
+                expectations.from_run(finished, expected.failures if expected else None), encoding="utf-8"
+            ),
+        ),
+    ]
+    written = [_write_report(path, what, write, stderr) for path, what, write in writers if path is not None]
+    return all(written)
+
+
+def _exit_code(finished: Run) -> int:
+    verdict = finished.verdict
+    if verdict.scope == "interrupted":
+        return EXIT_INTERRUPTED
+    if not verdict.passed:
+        return EXIT_NOT_CERTIFIED
+    return EXIT_SUBSET if verdict.scope == "subset" else EXIT_CERTIFIED
+
+
+def _runners(
+    arguments: argparse.Namespace,
+    adapter: Any,
+    profile: str,
+    seed: int,
+    progress: report.ProgressReporter | None,
+) -> dict[str, Any]:
+    """The runners of the kinds that need fresh processes (none for an in-process adapter)."""
+    if not isinstance(adapter, ProcessAdapter):
+        return {}
+    factory = process_factory(
+        arguments.adapter,
+        timeout=arguments.timeout,
+        validate_messages=arguments.validate_messages,
+        budget=adapter.budget,  # one count of failed starts for every process of the run
+    )
+    on_kill = progress.kill_progress if progress is not None else None
+    runners: dict[str, Any] = crash.runners(
+        factory, profile=profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter, on_kill=on_kill
+    )
+    runners["p1"] = harness.runner(factory, profile=profile)
+    return runners
+
+
 def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     suite = _suite(arguments, stderr)
     if suite is None:
@@ -237,6 +580,9 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     cases = suite.select(arguments.profile, arguments.only, arguments.kind)
     if not cases:
         stderr.write(f"resumekit: no case matches --only {arguments.only!r} in profile {arguments.profile!r}\n")
+        return EXIT_USAGE
+    loaded, expected = _load_expectations(arguments, suite, stderr)
+    if not loaded or not _prepare_outputs(arguments, stderr):
         return EXIT_USAGE
     try:
         adapter = open_adapter(
@@ -246,52 +592,127 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         stderr.write(f"resumekit: cannot start the implementation: {error}\n")
         return EXIT_USAGE
     seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(2**32)
-    runners: dict[str, Any] = {}
-    if isinstance(adapter, ProcessAdapter):
-        factory = process_factory(
-            arguments.adapter,
-            timeout=arguments.timeout,
-            validate_messages=arguments.validate_messages,
-            budget=adapter.budget,  # one count of failed starts for every process of the run
-        )
-        runners = crash.runners(
-            factory, profile=arguments.profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter
-        )
-        runners["p1"] = harness.runner(factory, profile=arguments.profile)
-    progress = report.ProgressReporter(stdout.write) if not arguments.quiet else None
-    try:
-        scheduled = any(case.kind == "schedule" for case in cases)
-        finished = run_cases(
-            cases,
-            adapter,
-            profile=arguments.profile,
-            reporter=progress,
-            runners=runners,
-            seed=seed if scheduled else None,
+    selection = _selection(arguments, seed, expected)
+    profile = compared_profile(arguments.profile, adapter.implementation)
+    stdout.write(
+        report.format_header(
+            adapter.implementation,
+            selection,
+            kit_version=__version__,
             golden_digest=suite.digest,
+            selected=len(cases),
         )
+    )
+    stdout.flush()
+    progress = _progress(arguments, stdout, len(cases))
+    try:
+        with _interruptible():
+            finished = run_cases(
+                cases,
+                adapter,
+                profile=profile,
+                reporter=progress,
+                runners=_runners(arguments, adapter, profile, seed, progress),
+                seed=seed if any(case.kind == "schedule" for case in cases) else None,
+                golden_digest=suite.digest,
+                selection=selection,
+                known_failures=expected.failures if expected else None,
+                golden_root=str(suite.root.resolve()),
+            )
     finally:
         adapter.close()
     if progress is not None:
         progress.finish()
     for result in finished.results:
-        if not result.ok and result.outcome.value in ("failed", "errored"):
-            stdout.write("\n" + report.format_result(result) + "\n")
+        if result.outcome.value in ("failed", "errored") or result.unexpected_pass:
+            stdout.write("\n" + report.format_result(result, finished.golden_root) + "\n")
     stdout.write(report.format_summary(finished) + "\n")
-    if arguments.report_json:
-        arguments.report_json.write_text(
-            json.dumps(report.to_json(finished), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    if arguments.junit:
-        arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
-    if arguments.summary_md:
-        with arguments.summary_md.open("a", encoding="utf-8") as summary:
-            summary.write(report.to_markdown(finished))
-    return EXIT_CERTIFIED if finished.certified else EXIT_NOT_CERTIFIED
+    stdout.flush()
+    if not _write_reports(finished, arguments, expected, stderr):
+        return EXIT_INTERRUPTED if finished.interrupted else EXIT_USAGE
+    return _exit_code(finished)
+
+
+def _case_block(lines: list[str], start: int) -> list[str]:
+    """The lines of the YAML item that begins at index *start*: up to the next line indented no deeper."""
+    first = lines[start]
+    indent = len(first) - len(first.lstrip())
+    block = [first]
+    for line in lines[start + 1 :]:
+        stripped = line.strip()
+        if stripped and len(line) - len(line.lstrip()) <= indent:
+            break
+        block.append(line)
+    while block and not block[-1].strip():
+        block.pop()
+    return block
+
+
+def clause_texts(clauses: Sequence[str]) -> dict[str, tuple[Path, int, list[str]]]:
+    """Each clause's text in the spec: its file, its first line, and its lines up to the next clause or heading."""
+    try:
+        folder = spec_dir()
+    except FileNotFoundError:
+        return {}
+    wanted, found = set(clauses), {}
+    boundary = re.compile(r"^(\*\*[A-Z0-9]+-\d+\*\* \(|#|<a id=)")
+    for name in SPEC_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for index, line in enumerate(lines):
+            match = re.match(r"^\*\*([A-Z0-9]+-\d+)\*\* \(", line)
+            if match and match.group(1) in wanted and match.group(1) not in found:
+                text = [line]
+                for following in lines[index + 1 :]:
+                    if boundary.match(following):
+                        break
+                    text.append(following)
+                while text and not text[-1].strip():
+                    text.pop()
+                found[match.group(1)] = (path.resolve(), index + 1, text)
+    return found
+
+
+def cmd_show(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    suite = _suite(arguments, stderr)
+    if suite is None:
+        return EXIT_USAGE
+    case = next((c for c in suite.cases if c.id == arguments.case_id), None)
+    if case is None:
+        ids = [c.id for c in suite.cases]
+        close = difflib.get_close_matches(arguments.case_id, ids, n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `resumekit list` lists every case"
+        stderr.write(f"resumekit: no case {arguments.case_id!r}{hint}\n")
+        return EXIT_USAGE
+    path = (suite.root / case.source.file).resolve()
+    stdout.write(f"case {case.id}: {case.kind}, profile {case.profile}\n")
+    stdout.write(f"file: {path}:{case.source.line or 1}\n")
+    if case.description:
+        stdout.write(f"description: {case.description}\n")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = (case.source.line or 1) - 1
+    block = _case_block(lines, start) if 0 <= start < len(lines) else []
+    if block and case.id not in "\n".join(block):
+        stdout.write("(the kit generates this case from the entry below)\n")
+    stdout.write("\n")
+    width = len(str(start + len(block)))
+    for number, line in enumerate(block, start=start + 1):
+        stdout.write(f"{number:>{width}} | {line}\n")
+    texts = clause_texts(case.clauses)
+    for clause in case.clauses:
+        if clause not in texts:
+            stdout.write(f"\n{clause}: (not found in the spec documents)\n")
+            continue
+        spec_path, spec_line, text = texts[clause]
+        stdout.write(f"\n{clause} ({spec_path}:{spec_line}):\n")
+        stdout.writelines(f"  {row}\n" if row else "\n" for row in text)
+    return EXIT_CERTIFIED
 
 
 def cmd_doctor(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     return doctor.diagnose(arguments.adapter, timeout=arguments.timeout, write=stdout.write)
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "validate": cmd_validate, "doctor": cmd_doctor}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "validate": cmd_validate, "doctor": cmd_doctor}

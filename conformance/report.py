@@ -5,19 +5,12 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
 from resumekit.conformance.fixtures import Case
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run
-
-_MARKS = {
-    Outcome.PASSED: ".",
-    Outcome.FAILED: "F",
-    Outcome.ERRORED: "E",
-    Outcome.SKIPPED: "s",
-    Outcome.NOT_CLAIMED: "-",
-}
+from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run, Selection
 
 
 def counts_by_kind(run: Run) -> dict[str, dict[Outcome, int]]:
@@ -30,6 +23,7 @@ def counts_by_kind(run: Run) -> dict[str, dict[Outcome, int]]:
 
 def to_json(run: Run) -> dict[str, Any]:
     """The run as a document valid against schemas/report/run-report.json."""
+    verdict = run.verdict
     return {
         "resumekit": {
             "version": run.kit_version,
@@ -45,7 +39,11 @@ def to_json(run: Run) -> dict[str, Any]:
         "durationSeconds": round(run.duration, 6),
         "seed": run.seed,
         "faultModels": list(run.fault_models),
-        "certified": run.certified,
+        "certified": verdict.certified,
+        "scope": verdict.scope,
+        "interrupted": run.interrupted,
+        "verdict": verdict.to_dict(),
+        "selection": run.selection.to_dict() if run.selection is not None else None,
         "summary": run.counts,
         "results": [result.to_dict() for result in run.results],
         **({"gates": [dict(row) for row in run.gates]} if run.gates else {}),
@@ -55,6 +53,7 @@ def to_json(run: Run) -> dict[str, Any]:
 def to_junit(run: Run) -> str:
     """The run as JUnit XML: one testcase per case, grouped by kind."""
     suites = ET.Element("testsuites", name="resumekit")
+    properties = run_properties(run)
     by_kind: dict[str, list[CaseResult]] = {}
     for result in run.results:
         by_kind.setdefault(result.kind, []).append(result)
@@ -70,6 +69,7 @@ def to_junit(run: Run) -> str:
             skipped=str(counts[Outcome.SKIPPED] + counts[Outcome.NOT_CLAIMED]),
             time=f"{sum(r.duration for r in results):.6f}",
         )
+        _junit_properties(suite, properties)
         for result in results:
             case = ET.SubElement(
                 suite,
@@ -81,8 +81,14 @@ def to_junit(run: Run) -> str:
             )
             if result.source and result.source.line:
                 case.set("line", str(result.source.line))
-            text = format_result(result)
-            if result.outcome is Outcome.FAILED:
+            text = format_result(result, run.golden_root)
+            if result.expected_failure:
+                reason = f"expected failure ({result.outcome.value}): {result.known_failure}"
+                ET.SubElement(case, "skipped", message=reason).text = text
+            elif result.unexpected_pass:
+                message = f"unexpected pass: listed as a known failure ({result.known_failure}), and it passed"
+                ET.SubElement(case, "failure", message=message).text = message
+            elif result.outcome is Outcome.FAILED:
                 ET.SubElement(case, "failure", message=_first_line(result)).text = text
             elif result.outcome is Outcome.ERRORED:
                 ET.SubElement(case, "error", message=_first_line(result)).text = text
@@ -92,6 +98,34 @@ def to_junit(run: Run) -> str:
         _junit_gates(suites, run)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def run_properties(run: Run) -> dict[str, str]:
+    """What a run covered and its verdict, as name-value pairs (JUnit properties)."""
+    verdict = run.verdict
+    properties = {
+        "resumekit.verdict": verdict.status,
+        "resumekit.headline": verdict.headline,
+        "resumekit.certified": str(verdict.certified).lower(),
+        "resumekit.scope": verdict.scope,
+        "resumekit.certifiedProfile": verdict.profile_text,
+        "resumekit.reasons": "; ".join(verdict.reasons),
+        "resumekit.kitVersion": run.kit_version,
+        "resumekit.goldenDigest": run.golden_digest,
+        "resumekit.seed": "" if run.seed is None else str(run.seed),
+    }
+    if run.selection is not None:
+        properties["resumekit.selection"] = run.selection.describe()
+        for key, value in run.selection.to_dict().items():
+            text = " ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+            properties[f"resumekit.selection.{key}"] = text
+    return properties
+
+
+def _junit_properties(suite: ET.Element, properties: dict[str, str]) -> None:
+    holder = ET.SubElement(suite, "properties")
+    for name, value in properties.items():
+        ET.SubElement(holder, "property", name=name, value=value)
 
 
 def _junit_gates(suites: ET.Element, run: Run) -> None:
@@ -146,10 +180,32 @@ def format_mismatch(mismatch: Mismatch, line_of: Callable[[str], int | None] | N
     return f"{head}\n    expected: {_value(mismatch.expected)}\n    actual:   {_value(mismatch.actual)}"
 
 
-def format_result(result: CaseResult) -> str:
+def location(result: CaseResult, golden_root: str = "") -> str:
+    """Where a case is written: an absolute path and line a person can open, when the golden root is known."""
+    if result.source is None:
+        return ""
+    if not golden_root:
+        return str(result.source)
+    path = Path(golden_root, result.source.file).resolve()
+    return f"{path}:{result.source.line}" if result.source.line else str(path)
+
+
+def format_result(result: CaseResult, golden_root: str = "") -> str:
     """Everything a person needs to see about one non-passing case."""
     where = f" ({result.source})" if result.source else ""
-    lines = [f"{result.outcome.value.upper()} {result.case_id}{where}"]
+    head = result.outcome.value.upper()
+    if result.expected_failure:
+        head = f"EXPECTED FAILURE ({result.outcome.value})"
+    elif result.unexpected_pass:
+        head = "UNEXPECTED PASS"
+    lines = [f"{head} {result.case_id}{where}"]
+    if result.source is not None and golden_root:
+        lines.append(f"  file: {location(result, golden_root)}")
+    lines.append(f"  see it: resumekit show {result.case_id}")
+    if result.known_failure is not None:
+        lines.append(f"  listed as a known failure: {result.known_failure}")
+    if result.unexpected_pass:
+        lines.append("  it passes now: take it off the expectations file (--expect)")
     if result.clauses:
         lines.append(f"  clauses: {', '.join(result.clauses)}")
     if result.expectation and result.mismatches:
@@ -174,12 +230,21 @@ def format_result(result: CaseResult) -> str:
 def format_summary(run: Run) -> str:
     """The table at the end of a run."""
     info = run.implementation
+    verdict = run.verdict
+    profile = run.profile
+    if verdict.not_claimed_profile:
+        profile += f" ({verdict.not_claimed_profile} asked for, not claimed)"
     lines = [
         "",
         f"implementation: {info.name} {info.version} ({info.language or 'unknown language'}) via {info.adapter}",
         f"claims:         {', '.join(info.capabilities) or 'nothing'}; profiles {', '.join(info.profiles)}",
-        f"profile run:    {run.profile}",
+        f"profile run:    {profile}",
+        f"kit:            resumekit {run.kit_version}, golden set {run.golden_digest[:16] or 'unknown'}",
     ]
+    if run.selection is not None:
+        lines.append(f"selection:      {run.selection.describe()}")
+        if run.selection.expectations_digest:
+            lines.append(f"expectations:   sha256 {run.selection.expectations_digest[:16]}")
     if run.fault_models:
         lines.append(f"fault models:   {'; '.join(run.fault_models)}")
     if run.seed is not None:
@@ -192,12 +257,16 @@ def format_summary(run: Run) -> str:
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
     if run.gates:
         lines += ["", *format_gates(run)]
-    verdict = "CERTIFIED" if run.certified else "NOT CERTIFIED"
+    if verdict.known_failures:
+        lines.append(f"expected failures (listed in the expectations file): {', '.join(verdict.known_failures)}")
+    if verdict.unexpected_passes:
+        lines.append(f"unexpected passes (listed as failing, passed): {', '.join(verdict.unexpected_passes)}")
     lines += [
         "",
-        f"{verdict}: {total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
+        f"{verdict.headline}: {total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
         f"{total['skipped']} skipped, {total['not_claimed']} not claimed in {run.duration:.2f} s",
     ]
+    lines += [f"  {reason}" for reason in verdict.reasons]
     return "\n".join(lines)
 
 
@@ -215,13 +284,18 @@ def format_gates(run: Run) -> list[str]:
 def to_markdown(run: Run) -> str:
     """The run as Markdown, for a CI job summary such as GitHub's."""
     info = run.implementation
-    verdict = "certified" if run.certified else "**not certified**"
+    verdict = run.verdict
     lines = [
-        f"## resumekit: {info.name} {info.version} is {verdict}",
+        f"## resumekit: {info.name} {info.version} is {_markdown_verdict(run)}",
         "",
         f"Profile `{run.profile}`; claims {', '.join(f'`{c}`' for c in info.capabilities) or 'nothing'}; "
         f"adapter `{info.adapter}`; {run.platform.get('system', '')} {run.platform.get('machine', '')}.",
+        f"Kit `resumekit {run.kit_version}`; golden set `{run.golden_digest[:16] or 'unknown'}`.",
     ]
+    if run.selection is not None:
+        lines.append(f"Selection: {run.selection.describe()}.")
+    if verdict.reasons:
+        lines.append("Why: " + "; ".join(verdict.reasons) + ".")
     if run.fault_models:
         lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
     if run.seed is not None:
@@ -236,7 +310,14 @@ def to_markdown(run: Run) -> str:
                 f"| {gate['gate']} | {gate['verdict']} | {gate['passed']} | {gate['scenarios']} | "
                 f"{', '.join(gate['clauses'])} | {gate['attested'] or 'none'} |"
             )
-    bad = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERRORED)]
+    known = [r for r in run.results if r.known_failure is not None]
+    if known:
+        lines += ["", "| known failure | verdict | reason |", "|---|---|---|"]
+        for result in known:
+            state = "expected failure" if result.expected_failure else "**unexpected pass**"
+            reason = (result.known_failure or "").replace("|", "\\|")
+            lines.append(f"| `{result.case_id}` | {state} | {reason} |")
+    bad = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERRORED) and r.known_failure is None]
     if bad:
         lines += ["", "| case | outcome | where | clauses | first problem |", "|---|---|---|---|---|"]
         for result in bad:
@@ -252,31 +333,109 @@ def to_markdown(run: Run) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _markdown_verdict(run: Run) -> str:
+    verdict = run.verdict
+    if verdict.scope == "interrupted":
+        return "**interrupted** (not a certification)"
+    if verdict.scope == "subset":
+        state = "passed" if verdict.passed else "**failed**"
+        return f"SUBSET: the selected cases {state} (not a certification)"
+    if not verdict.certified:
+        return "**not certified**"
+    if verdict.known_failures:
+        return f"certified: {verdict.profile_text}, with {len(verdict.known_failures)} known failure(s)"
+    return f"certified: {verdict.profile_text}"
+
+
 def format_case_line(case: Case) -> str:
     """One line of ``resumekit list``."""
     return f"{case.id:<48} {case.kind:<13} {case.profile:<7} {','.join(case.clauses)}"
 
 
-class ProgressReporter:
-    """Prints one mark per case and, at the end of each kind, a count; writes through *write*."""
+def format_header(
+    run_info: Implementation, selection: Selection, *, kit_version: str, golden_digest: str, selected: int
+) -> str:
+    """What a run is about to do, printed before the first case: kit, implementation, profile, selection, seed."""
+    seed = ""
+    if selection.seed is not None:
+        seed = f"seed:           {selection.seed} (replay the schedule with --seed {selection.seed})\n"
+    return (
+        f"resumekit {kit_version}, golden set {golden_digest[:16] or 'unknown'}\n"
+        f"implementation: {run_info.name} {run_info.version} via {run_info.adapter}; "
+        f"claims {', '.join(run_info.capabilities) or 'nothing'}; profiles {', '.join(run_info.profiles)}\n"
+        f"selection:      {selection.describe()}\n"
+        f"{seed}"
+        f"cases:          {selected} selected\n"
+    )
 
-    def __init__(self, write: Callable[[str], Any], width: int = 60) -> None:
-        self._write, self._width, self._column, self._kind = write, width, 0, ""
+
+class ProgressReporter:
+    """Tells a person how far a run is, through *write*.
+
+    On a terminal (*live*) one status line is rewritten in place: the case counter, the case, and inside
+    the random crash schedule the kill counter. Elsewhere (a CI log, a file) output is line-based and
+    quiet: a line when each kind ends, and a line every quarter of the schedule's kills.
+    """
+
+    def __init__(self, write: Callable[[str], Any], *, total: int = 0, live: bool = False, width: int = 79) -> None:
+        self._write, self._total, self._live, self._width = write, total, live, width
+        self._kind, self._done, self._status = "", 0, ""
+        self._counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
+        self._case = ""
+        self._reported_kills = 0
+
+    def _counter(self) -> str:
+        digits = len(str(self._total)) if self._total else 1
+        return f"[{self._done:>{digits}}/{self._total}]" if self._total else f"[{self._done}]"
+
+    def _show(self, text: str) -> None:
+        """Rewrite the status line (live only)."""
+        text = _clip(text, self._width)
+        pad = max(0, len(self._status) - len(text))
+        self._write("\r" + text + " " * pad)
+        self._status = text
+
+    def _clear(self) -> None:
+        if self._live and self._status:
+            self._write("\r" + " " * len(self._status) + "\r")
+            self._status = ""
+
+    def _line(self, text: str) -> None:
+        self._clear()
+        self._write(text + "\n")
+
+    def _end_kind(self) -> None:
+        if not self._kind:
+            return
+        counts = ", ".join(f"{n} {o.value.replace('_', ' ')}" for o, n in self._counts.items() if n)
+        self._line(f"{self._kind:<13} {counts or 'nothing ran'}  {self._counter()}")
+        self._counts = dict.fromkeys(Outcome, 0)
 
     def case_started(self, case: Case) -> None:
         if case.kind != self._kind:
-            if self._column:
-                self._write("\n")
-            self._write(f"{case.kind:<13} ")
-            self._kind, self._column = case.kind, 0
+            self._end_kind()
+            self._kind = case.kind
+        self._case, self._reported_kills = case.id, 0
+        if self._live:
+            self._show(f"{self._counter()} {case.kind:<13} {case.id}")
 
     def case_finished(self, result: CaseResult) -> None:
-        self._write(_MARKS[result.outcome])
-        self._column += 1
-        if self._column >= self._width:
-            self._write(f"\n{'':<13} ")
-            self._column = 0
+        self._done += 1
+        self._counts[result.outcome] += 1
+        if result.outcome in (Outcome.FAILED, Outcome.ERRORED) and result.known_failure is None:
+            self._line(f"{result.outcome.value.upper()} {result.case_id} (details at the end)")
+        if self._live:
+            self._show(f"{self._counter()} {self._kind:<13} {result.case_id} {result.outcome.value}")
+
+    def kill_progress(self, done: int, total: int) -> None:
+        """Inside the random crash schedule: *done* of *total* kills."""
+        if self._live:
+            self._show(f"{self._counter()} {self._kind:<13} {self._case}: kill {done}/{total}")
+        elif total and done * 4 // total > self._reported_kills * 4 // total:
+            self._reported_kills = done
+            self._line(f"{self._kind:<13} {self._case}: kill {done}/{total}")
 
     def finish(self) -> None:
-        if self._kind:
-            self._write("\n")
+        self._end_kind()
+        self._kind = ""
+        self._clear()

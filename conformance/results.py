@@ -19,6 +19,124 @@ class Outcome(str, enum.Enum):
     NOT_CLAIMED = "not_claimed"  # the case needs a capability or profile the implementation does not claim
 
 
+# The outcomes that count against certification.
+BAD = frozenset({Outcome.FAILED, Outcome.ERRORED, Outcome.SKIPPED})
+DEFAULT_KILLS = 200  # kills in the random crash schedule of a certification; fewer make a subset run
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What a run was asked to cover: every option that narrows or shapes it, as given."""
+
+    profile: str = "strict"
+    only: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    kills: int = DEFAULT_KILLS
+    timeout: float | None = None
+    seed: int | None = None
+    golden: str = "bundled"  # or the directory given with --golden
+    expectations: str | None = None  # the --expect file, as given
+    expectations_digest: str | None = None  # sha256 of its bytes
+
+    def subset_reasons(self) -> tuple[str, ...]:
+        """Why a run of this selection is not a certification; empty when it is one."""
+        reasons = []
+        if self.only:
+            reasons.append("--only " + " ".join(self.only))
+        if self.kinds:
+            reasons.append("--kind " + " ".join(self.kinds))
+        if self.kills < DEFAULT_KILLS:
+            reasons.append(f"--kills {self.kills} (a certification kills at least {DEFAULT_KILLS} times)")
+        if self.golden != "bundled":
+            reasons.append("--golden: not the bundled golden set")
+        return tuple(reasons)
+
+    def describe(self) -> str:
+        """The selection in one line, for the header and the summary."""
+        parts = [f"profile {self.profile}"]
+        parts.append(f"--only {' '.join(self.only)}" if self.only else "every case")
+        if self.kinds:
+            parts.append(f"--kind {' '.join(self.kinds)}")
+        parts.append(f"kills {self.kills}")
+        if self.timeout is not None:
+            parts.append(f"timeout {self.timeout:g} s")
+        if self.golden != "bundled":
+            parts.append(f"golden {self.golden}")
+        if self.expectations:
+            parts.append(f"expectations {self.expectations}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "only": list(self.only),
+            "kinds": list(self.kinds),
+            "kills": self.kills,
+            "timeoutSeconds": self.timeout,
+            "seed": self.seed,
+            "golden": self.golden,
+            "expectations": self.expectations,
+            "expectationsDigest": self.expectations_digest,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a run may claim, and nothing more: a certification, a subset run, or an interrupted one."""
+
+    scope: str  # "certification", "subset" or "interrupted"
+    certified: bool
+    passed: bool  # every claimed case is acceptable and at least one passed
+    profile: str | None  # the certified profile, when certified
+    reasons: tuple[str, ...]  # why it is not a certification (subset, interrupted) or not certified
+    known_failures: tuple[str, ...] = ()  # ids of expected failures that failed
+    unexpected_passes: tuple[str, ...] = ()  # ids of expected failures that passed
+    not_claimed_profile: str | None = None  # the profile asked for that the implementation does not claim
+
+    @property
+    def profile_text(self) -> str:
+        """The certified profile in words: ``core (strict not claimed)``, ``strict``."""
+        if self.profile is None:
+            return ""
+        if self.not_claimed_profile:
+            return f"{self.profile} ({self.not_claimed_profile} not claimed)"
+        return self.profile
+
+    @property
+    def headline(self) -> str:
+        """The verdict's first words: ``CERTIFIED: core``, ``SUBSET``, ``NOT CERTIFIED`` ..."""
+        if self.scope == "interrupted":
+            return "INTERRUPTED (not a certification)"
+        if self.scope == "subset":
+            state = "selected cases passed" if self.passed else "selected cases did not all pass"
+            return f"SUBSET: {state} (not a certification)"
+        if not self.certified:
+            return "NOT CERTIFIED"
+        if self.known_failures:
+            return f"CERTIFIED WITH {len(self.known_failures)} KNOWN FAILURE(S): {self.profile_text}"
+        return f"CERTIFIED: {self.profile_text}"
+
+    @property
+    def status(self) -> str:
+        """One word for machines: certified, not-certified, subset-passed, subset-failed, interrupted."""
+        if self.scope == "interrupted":
+            return "interrupted"
+        if self.scope == "subset":
+            return "subset-passed" if self.passed else "subset-failed"
+        return "certified" if self.certified else "not-certified"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "headline": self.headline,
+            "scope": self.scope,
+            "profile": self.profile,
+            "reasons": list(self.reasons),
+            "knownFailures": list(self.known_failures),
+            "unexpectedPasses": list(self.unexpected_passes),
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     """One normative field whose actual value differs from the expected one."""
@@ -67,11 +185,29 @@ class CaseResult:
     transcript: tuple[str, ...] = ()
     replay: str | None = None
     expectation: str | None = None  # the profile whose expectation was compared (a case may carry one per profile)
+    known_failure: str | None = None  # the reason an expectations file (--expect) gives for this case failing
 
     @property
     def ok(self) -> bool:
         """Whether the case counts towards certification (passed), as opposed to anything else."""
         return self.outcome is Outcome.PASSED
+
+    @property
+    def expected_failure(self) -> bool:
+        """A case listed as a known failure that did fail (or err, or was skipped): it does not fail the run."""
+        return self.known_failure is not None and self.outcome in BAD
+
+    @property
+    def unexpected_pass(self) -> bool:
+        """A case listed as a known failure that passed: the expectations file is stale, and the run fails."""
+        return self.known_failure is not None and self.outcome is Outcome.PASSED
+
+    @property
+    def acceptable(self) -> bool:
+        """Whether this result leaves a run green: a pass not expected to fail, or an expected failure."""
+        if self.known_failure is not None:
+            return self.expected_failure
+        return self.outcome in (Outcome.PASSED, Outcome.NOT_CLAIMED)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -97,6 +233,9 @@ class CaseResult:
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.transcript:
             data["transcript"] = list(self.transcript)
+        if self.known_failure is not None:
+            verdict = "expected failure" if self.expected_failure else "unexpected pass"
+            data["knownFailure"] = {"reason": self.known_failure, "verdict": verdict}
         return data
 
 
@@ -139,6 +278,10 @@ class Run:
     seed: int | None = None
     golden_digest: str = ""
     gates: tuple[Mapping[str, Any], ...] = ()  # the P1 gate table, when P1 scenarios were selected
+    selection: Selection | None = None  # what was asked for; None when a caller ran cases of its own choosing
+    interrupted: bool = False  # stopped (Ctrl-C) before every selected case ran
+    selected: int = 0  # how many cases were selected, finished or not
+    golden_root: str = ""  # the golden directory the cases were read from, for locations people can open
 
     @property
     def counts(self) -> dict[str, int]:
@@ -148,18 +291,63 @@ class Run:
 
     @property
     def certified(self) -> bool:
-        """True when some case passed and every case the implementation claims passed.
+        """True only for a certification in which some case passed and every claimed case is acceptable.
 
         Cases of capabilities it does not claim are reported, and neither pass nor fail it: it is
-        certified for what it claims, and the report says what that is.
+        certified for what it claims, and the report says what that is. A subset run (``--only``,
+        ``--kind``, fewer kills) or an interrupted one is never certified.
         """
+        return self.verdict.certified
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict this run supports, and no more."""
         claimed = [r for r in self.results if r.outcome is not Outcome.NOT_CLAIMED]
-        return bool(claimed) and all(result.ok for result in claimed)
+        passed = any(r.ok and r.known_failure is None for r in claimed) and all(r.acceptable for r in claimed)
+        known = tuple(r.case_id for r in self.results if r.expected_failure)
+        unexpected = tuple(r.case_id for r in self.results if r.unexpected_pass)
+        selection = self.selection
+        asked = selection.profile if selection is not None else self.profile
+        missing = asked if asked != self.profile else None
+        if self.interrupted:
+            scope = "interrupted"
+            reasons: tuple[str, ...] = (f"interrupted after {len(self.results)} of {self.selected} case(s)",)
+        else:
+            reasons = selection.subset_reasons() if selection is not None else ()
+            scope = "subset" if reasons else "certification"
+        if scope == "certification" and not passed:
+            reasons = _failing_reasons(claimed)
+        certified = scope == "certification" and passed
+        return Verdict(
+            scope=scope,
+            certified=certified,
+            passed=passed,
+            profile=self.profile if certified else None,
+            reasons=reasons,
+            known_failures=known,
+            unexpected_passes=unexpected,
+            not_claimed_profile=missing,
+        )
 
     @property
     def fault_models(self) -> tuple[str, ...]:
         """The distinct fault models the run exercised."""
         return tuple(sorted({r.fault_model for r in self.results if r.fault_model}))
+
+
+def _failing_reasons(claimed: list[CaseResult]) -> tuple[str, ...]:
+    if not claimed:
+        return ("no claimed case ran",)
+    reasons = []
+    bad = [r for r in claimed if r.outcome in BAD and r.known_failure is None]
+    if bad:
+        reasons.append(f"{len(bad)} claimed case(s) did not pass")
+    unexpected = [r for r in claimed if r.unexpected_pass]
+    if unexpected:
+        reasons.append(f"{len(unexpected)} expected failure(s) passed: take them off the expectations file")
+    if not any(r.ok and r.known_failure is None for r in claimed):
+        reasons.append("no claimed case passed")
+    return tuple(reasons)
 
 
 def summarize(results: Iterable[CaseResult]) -> dict[str, int]:

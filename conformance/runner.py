@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from resumekit.conformance import __version__, schemas
+from resumekit.conformance import __version__, _process, schemas
 from resumekit.conformance.adapters import Adapter, Reply
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, DecisionCase, ScenarioCase
 from resumekit.conformance.p1.gates import gate_table
 from resumekit.conformance.phase0 import check
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run, Selection
 
 # What each kind of case needs the implementation to claim.
 REQUIRED_CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -161,28 +161,36 @@ def run(
     runners: Mapping[str, CaseRunner] | None = None,
     seed: int | None = None,
     golden_digest: str = "",
+    selection: Selection | None = None,
+    known_failures: Mapping[str, str] | None = None,
+    golden_root: str = "",
 ) -> Run:
-    """Run every case, each by the runner for its kind; decisions go through *adapter*."""
+    """Run every case, each by the runner for its kind; decisions go through *adapter*.
+
+    *profile* is the profile answers are compared in; *selection* records what was asked for (the
+    verdict reads its scope from it). *known_failures* maps case ids to the reason they are expected
+    to fail (``--expect``). A KeyboardInterrupt ends the run early: every process the kit started is
+    killed, and the Run holds what finished, marked interrupted.
+    """
     reporter = reporter or _Silent()
     by_kind: dict[str, CaseRunner] = {"decision": lambda case: run_decision(case, adapter, profile)}  # type: ignore[arg-type]
     by_kind.update(runners or {})
     info = adapter.implementation
     started, clock = _now(), time.perf_counter()
-    results = []
+    results: list[CaseResult] = []
     chosen = list(cases)
-    for case in chosen:
-        reporter.case_started(case)
-        begun = time.perf_counter()
-        reason = missing_claims(case, info.capabilities, info.profiles)
-        if reason is not None:
-            result = result_for(case, Outcome.NOT_CLAIMED, message=reason)
-        elif case.kind not in by_kind:
-            result = result_for(case, Outcome.NOT_CLAIMED, message=f"this adapter cannot run {case.kind!r} cases")
-        else:
-            result = by_kind[case.kind](case)
-        result = _timed(result, time.perf_counter() - begun)
-        results.append(result)
-        reporter.case_finished(result)
+    interrupted = False
+    try:
+        for case in chosen:
+            reporter.case_started(case)
+            result = _run_one(case, by_kind, info.capabilities, info.profiles)
+            if known_failures and case.id in known_failures:
+                result = dataclasses.replace(result, known_failure=known_failures[case.id])
+            results.append(result)
+            reporter.case_finished(result)
+    except KeyboardInterrupt:
+        interrupted = True
+        _process.kill_all()
     gates_of = {case.id: case.gates for case in chosen if isinstance(case, ScenarioCase)}
     table = tuple(row.to_dict() for row in gate_table(gates_of, results, profile=profile)) if gates_of else ()
     return Run(
@@ -197,7 +205,25 @@ def run(
         kit_version=__version__,
         seed=seed,
         golden_digest=golden_digest,
+        selection=selection,
+        interrupted=interrupted,
+        selected=len(chosen),
+        golden_root=golden_root,
     )
+
+
+def _run_one(
+    case: Case, by_kind: Mapping[str, CaseRunner], capabilities: Sequence[str], profiles: Sequence[str]
+) -> CaseResult:
+    begun = time.perf_counter()
+    reason = missing_claims(case, capabilities, profiles)
+    if reason is not None:
+        result = result_for(case, Outcome.NOT_CLAIMED, message=reason)
+    elif case.kind not in by_kind:
+        result = result_for(case, Outcome.NOT_CLAIMED, message=f"this adapter cannot run {case.kind!r} cases")
+    else:
+        result = by_kind[case.kind](case)
+    return _timed(result, time.perf_counter() - begun)
 
 
 def _timed(result: CaseResult, seconds: float) -> CaseResult:

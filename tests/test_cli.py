@@ -11,7 +11,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from resumekit.conformance import schemas
-from resumekit.conformance.cli import COMMANDS, EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE, _parser, main
+from resumekit.conformance.cli import (
+    COMMANDS,
+    EXIT_CERTIFIED,
+    EXIT_NOT_CERTIFIED,
+    EXIT_SUBSET,
+    EXIT_USAGE,
+    _parser,
+    main,
+)
 
 REFERENCE = "python:reference:build_resume_plan"
 BROKEN = "python:tests.broken.decisions:error_counts_as_success"
@@ -26,11 +34,9 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 def test_run_certifies_the_reference_and_writes_valid_reports(tmp_path: Path) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
-    code, out, _ = _cli(
-        "run", "--adapter", REFERENCE, "--kind", "decision", "--report-json", str(report), "--junit", str(junit)
-    )
+    code, out, _ = _cli("run", "--adapter", REFERENCE, "--report-json", str(report), "--junit", str(junit))
     assert code == EXIT_CERTIFIED
-    assert "CERTIFIED" in out and "NOT CERTIFIED" not in out
+    assert "CERTIFIED: strict" in out and "NOT CERTIFIED" not in out
     document = json.loads(report.read_text(encoding="utf-8"))
     assert schemas.first_violation(schemas.RUN_REPORT, document) is None
     assert document["certified"] is True
@@ -38,16 +44,14 @@ def test_run_certifies_the_reference_and_writes_valid_reports(tmp_path: Path) ->
     assert len(document["resumekit"]["goldenDigest"]) == 64
     assert document["summary"]["failed"] == 0
     tree = ET.parse(junit)
-    cases = tree.getroot().findall(".//testcase")
+    cases = tree.getroot().findall(".//testsuite[@name='resumekit.decision']/testcase")
     assert len(cases) == document["summary"]["passed"]
     assert not tree.getroot().findall(".//failure")
 
 
 def test_run_fails_a_broken_implementation_and_reports_each_failure(tmp_path: Path) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
-    code, out, _ = _cli(
-        "run", "--adapter", BROKEN, "--kind", "decision", "--report-json", str(report), "--junit", str(junit)
-    )
+    code, out, _ = _cli("run", "--adapter", BROKEN, "--report-json", str(report), "--junit", str(junit))
     assert code == EXIT_NOT_CERTIFIED
     assert "NOT CERTIFIED" in out
     assert "[OP-3]" in out
@@ -60,7 +64,7 @@ def test_run_fails_a_broken_implementation_and_reports_each_failure(tmp_path: Pa
 
 def test_only_selects_by_glob_and_an_empty_selection_is_a_usage_error() -> None:
     code, out, _ = _cli("run", "--adapter", REFERENCE, "--only", "prefix-after-*", "-q")
-    assert code == EXIT_CERTIFIED
+    assert code == EXIT_SUBSET
     assert "3 passed" in out
     code, _, err = _cli("run", "--adapter", REFERENCE, "--only", "no-such-case")
     assert code == EXIT_USAGE
@@ -127,7 +131,7 @@ def test_the_console_entry_point_and_module_run() -> None:
 def test_a_markdown_summary_is_appended_for_ci(tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
-    code, _, _ = _cli("run", "--adapter", BROKEN, "--kind", "decision", "-q", "--summary-md", str(summary))
+    code, _, _ = _cli("run", "--adapter", BROKEN, "-q", "--summary-md", str(summary))
     assert code == EXIT_NOT_CERTIFIED
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n## resumekit:")

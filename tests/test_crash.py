@@ -53,7 +53,7 @@ def test_the_reference_survives_every_failpoint_fault_and_kill(tmp_path: Path) -
         "--seed",
         "7",
     )
-    assert code == 0, output
+    assert code == 3, output  # passed, as a subset run (not a certification)
     assert schemas.first_violation(schemas.RUN_REPORT, document) is None
     results = by_id(document)
     assert {f"crash-p{n}" for n in range(12)} <= set(results)
@@ -146,7 +146,7 @@ def test_every_message_of_a_full_reference_run_matches_its_schema(tmp_path: Path
     code, document, output = resumekit(
         tmp_path, "--adapter", "reference", "--validate-messages", "--kills", "5", *phase0
     )
-    assert code == 0, output
+    assert code == 3, output  # passed, as a subset run (not a certification)
     assert document["summary"]["passed"] == len(document["results"]) > 100
 
 
@@ -160,7 +160,7 @@ def test_every_p1_message_of_the_reference_matches_its_schema(tmp_path: Path) ->
     ]
     selection = [arg for case in only for arg in ("--only", case)]
     code, document, output = resumekit(tmp_path, "--adapter", "reference", "--validate-messages", *selection)
-    assert code == 0, output
+    assert code == 3, output  # passed, as a subset run (not a certification)
     assert document["summary"]["passed"] == len(document["results"]) == len(only)
     assert {row["gate"] for row in document["gates"]} >= {"CRASH_RECOVERY_CONVERGENCE", "LEASE_RENEWAL_RECOVERY"}
     assert schemas.first_violation(schemas.RUN_REPORT, document) is None

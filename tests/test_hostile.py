@@ -335,5 +335,5 @@ def test_an_adapter_that_cannot_start_again_is_not_retried_for_every_case(tmp_pa
 
 def test_a_reference_run_leaves_no_scratch_folder(tmp_path: Path) -> None:
     code, _, output, _ = resumekit(tmp_path, "--adapter", "reference", "--only", "crash-p3", "--only", "torn-*")
-    assert code == 0, output
+    assert code == 3, output  # passed, as a subset run (not a certification)
     assert leftovers(tmp_path) == []

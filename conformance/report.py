@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
 from resumekit.conformance.fixtures import Case
-from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run, Selection
+from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run, Selection, Shard, Source
 
 
 def counts_by_kind(run: Run) -> dict[str, dict[Outcome, int]]:
@@ -46,8 +46,69 @@ def to_json(run: Run) -> dict[str, Any]:
         "selection": run.selection.to_dict() if run.selection is not None else None,
         "summary": run.counts,
         "results": [result.to_dict() for result in run.results],
+        "jobs": run.jobs,
         **({"gates": [dict(row) for row in run.gates]} if run.gates else {}),
+        **({"shard": run.shard.to_dict()} if run.shard is not None else {}),
     }
+
+
+def from_json(document: Mapping[str, Any]) -> Run:
+    """A Run back from a document valid against schemas/report/run-report.json (a merged one, say)."""
+    results = []
+    for data in document["results"]:
+        source = Source(data["file"], data.get("line")) if "file" in data else None
+        mismatches = tuple(
+            Mismatch(m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note"))
+            for m in data["mismatches"]
+        )
+        results.append(
+            CaseResult(
+                case_id=data["id"],
+                kind=data["kind"],
+                outcome=Outcome(data["outcome"]),
+                clauses=tuple(data["clauses"]),
+                profile=data["profile"],
+                source=source,
+                duration=data["durationSeconds"],
+                mismatches=mismatches,
+                message=data.get("message"),
+                fault_model=data.get("faultModel"),
+                stderr_tail=data.get("stderrTail"),
+                transcript=tuple(data.get("transcript", ())),
+                replay=data.get("replay"),
+                expectation=data.get("expectation"),
+                gates=tuple(data.get("gates", ())),
+                known_failure=(data.get("knownFailure") or {}).get("reason"),
+            )
+        )
+    info = document["implementation"]
+    shard = document.get("shard")
+    return Run(
+        implementation=Implementation(
+            name=info["name"],
+            version=info["version"],
+            language=info["language"],
+            homepage=info.get("homepage", ""),
+            capabilities=tuple(info["capabilities"]),
+            profiles=tuple(info["profiles"]),
+            adapter=info["adapter"],
+        ),
+        profile=document["profile"],
+        results=tuple(results),
+        started=document["started"],
+        finished=document["finished"],
+        duration=document["durationSeconds"],
+        platform=dict(document["platform"]),
+        kit_version=document["resumekit"]["version"],
+        seed=document["seed"],
+        golden_digest=document["resumekit"].get("goldenDigest", ""),
+        gates=tuple(document.get("gates", ())),
+        jobs=document.get("jobs", 1),
+        shard=Shard(shard["index"], shard["count"], tuple(shard["selection"]), shard["seed"]) if shard else None,
+        selection=Selection.from_dict(document["selection"]) if document.get("selection") else None,
+        interrupted=bool(document.get("interrupted", False)),
+        selected=len(results),
+    )
 
 
 def to_junit(run: Run) -> str:
@@ -261,9 +322,13 @@ def format_summary(run: Run) -> str:
         lines.append(f"expected failures (listed in the expectations file): {', '.join(verdict.known_failures)}")
     if verdict.unexpected_passes:
         lines.append(f"unexpected passes (listed as failing, passed): {', '.join(verdict.unexpected_passes)}")
+    headline = verdict.headline
+    if run.shard is not None:  # one shard certifies nothing alone
+        failing = total["failed"] + total["errored"] + total["skipped"]
+        headline = f"SHARD {run.shard.index}/{run.shard.count} {'FAILED' if failing else 'PASSED'} (merge every shard)"
     lines += [
         "",
-        f"{verdict.headline}: {total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
+        f"{headline}: {total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
         f"{total['skipped']} skipped, {total['not_claimed']} not claimed in {run.duration:.2f} s",
     ]
     lines += [f"  {reason}" for reason in verdict.reasons]

@@ -66,6 +66,21 @@ class Selection:
             parts.append(f"expectations {self.expectations}")
         return ", ".join(parts)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Selection:
+        """The selection back from a report's ``selection`` member."""
+        return cls(
+            profile=data["profile"],
+            only=tuple(data["only"]),
+            kinds=tuple(data["kinds"]),
+            kills=data["kills"],
+            timeout=data.get("timeoutSeconds"),
+            seed=data.get("seed"),
+            golden=data.get("golden", "bundled"),
+            expectations=data.get("expectations"),
+            expectations_digest=data.get("expectationsDigest"),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "profile": self.profile,
@@ -186,6 +201,7 @@ class CaseResult:
     replay: str | None = None
     expectation: str | None = None  # the profile whose expectation was compared (a case may carry one per profile)
     known_failure: str | None = None  # the reason an expectations file (--expect) gives for this case failing
+    gates: tuple[str, ...] = ()  # the P1 gates a scenario counts towards (docs/spec/p1.md, section 17)
 
     @property
     def ok(self) -> bool:
@@ -236,6 +252,8 @@ class CaseResult:
         if self.known_failure is not None:
             verdict = "expected failure" if self.expected_failure else "unexpected pass"
             data["knownFailure"] = {"reason": self.known_failure, "verdict": verdict}
+        if self.gates:
+            data["gates"] = list(self.gates)
         return data
 
 
@@ -264,6 +282,24 @@ class Implementation:
 
 
 @dataclass(frozen=True, slots=True)
+class Shard:
+    """Which part of a selection a run ran: shard *index* (1-based) of *count*.
+
+    *selection* is every selected case id in the order the unsharded run would run them, so that
+    ``resumekit merge`` can tell a gap or an overlap and put the merged results in that order; *seed*
+    is the crash schedule's seed, which every shard must share whether or not it ran the schedule.
+    """
+
+    index: int
+    count: int
+    selection: tuple[str, ...]
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "count": self.count, "seed": self.seed, "selection": list(self.selection)}
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     """A finished run: what ran, against whom, and every verdict."""
 
@@ -282,6 +318,8 @@ class Run:
     interrupted: bool = False  # stopped (Ctrl-C) before every selected case ran
     selected: int = 0  # how many cases were selected, finished or not
     golden_root: str = ""  # the golden directory the cases were read from, for locations people can open
+    jobs: int = 1  # cases run at once
+    shard: Shard | None = None  # set when the run is one shard of a selection
 
     @property
     def counts(self) -> dict[str, int]:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import platform
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from resumekit.conformance import __version__, _process, schemas
@@ -15,7 +18,7 @@ from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, DecisionCase, ScenarioCase
 from resumekit.conformance.p1.gates import gate_table
 from resumekit.conformance.phase0 import check
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run, Selection
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run, Selection, Shard
 
 # What each kind of case needs the implementation to claim.
 REQUIRED_CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -52,6 +55,7 @@ def result_for(case: Case, outcome: Outcome, **fields: Any) -> CaseResult:
         clauses=case.clauses,
         profile=case.profile,
         source=case.source,
+        gates=case.gates if isinstance(case, ScenarioCase) else (),
         **fields,
     )
 
@@ -164,6 +168,8 @@ def run(
     selection: Selection | None = None,
     known_failures: Mapping[str, str] | None = None,
     golden_root: str = "",
+    jobs: int = 1,
+    shard: Shard | None = None,
 ) -> Run:
     """Run every case, each by the runner for its kind; decisions go through *adapter*.
 
@@ -171,26 +177,41 @@ def run(
     verdict reads its scope from it). *known_failures* maps case ids to the reason they are expected
     to fail (``--expect``). A KeyboardInterrupt ends the run early: every process the kit started is
     killed, and the Run holds what finished, marked interrupted.
+
+    With *jobs* above 1 the cases run on that many threads at once. Every process kind makes its own
+    scratch workspace and implementation processes, so those cases run side by side; the decision cases
+    all go, one after another, through *adapter* on one thread, so each determinism check (the same
+    question asked twice in a row) is exactly what it is with one job. Whatever order cases finish in,
+    the reporter hears of them, and the Run lists them, in the order of *cases*.
     """
     reporter = reporter or _Silent()
     by_kind: dict[str, CaseRunner] = {"decision": lambda case: run_decision(case, adapter, profile)}  # type: ignore[arg-type]
     by_kind.update(runners or {})
     info = adapter.implementation
     started, clock = _now(), time.perf_counter()
-    results: list[CaseResult] = []
     chosen = list(cases)
+
+    def one(case: Case) -> CaseResult:
+        result = _run_one(case, by_kind, info.capabilities, info.profiles)
+        if known_failures and case.id in known_failures:
+            result = dataclasses.replace(result, known_failure=known_failures[case.id])
+        return result
+
+    results: list[CaseResult] = []
     interrupted = False
+    futures = _in_parallel(chosen, one, jobs) if jobs > 1 else []
     try:
-        for case in chosen:
+        for index, case in enumerate(chosen):
             reporter.case_started(case)
-            result = _run_one(case, by_kind, info.capabilities, info.profiles)
-            if known_failures and case.id in known_failures:
-                result = dataclasses.replace(result, known_failure=known_failures[case.id])
+            result = futures[index].result() if futures else one(case)
             results.append(result)
             reporter.case_finished(result)
     except KeyboardInterrupt:
         interrupted = True
         _process.kill_all()
+    finally:  # interrupted, or a runner raised: start no further case
+        for future in futures:
+            future.cancel()
     gates_of = {case.id: case.gates for case in chosen if isinstance(case, ScenarioCase)}
     table = tuple(row.to_dict() for row in gate_table(gates_of, results, profile=profile)) if gates_of else ()
     return Run(
@@ -209,6 +230,8 @@ def run(
         interrupted=interrupted,
         selected=len(chosen),
         golden_root=golden_root,
+        jobs=max(1, jobs),
+        shard=shard,
     )
 
 
@@ -224,6 +247,45 @@ def _run_one(
     else:
         result = by_kind[case.kind](case)
     return _timed(result, time.perf_counter() - begun)
+
+
+# Kinds whose single cases take longest start first, so that the run does not end waiting on one.
+_FIRST = ("schedule",)
+
+
+def _in_parallel(chosen: Sequence[Case], one: Callable[[Case], CaseResult], jobs: int) -> list[Future[CaseResult]]:
+    """Start *chosen* on up to *jobs* daemon threads; one future per case, in the order of *chosen*.
+
+    The decision cases form one unit, run in order on one thread; every other case is a unit of its
+    own. A unit's exception fails its own future, which the caller meets in order.
+    """
+    futures: list[Future[CaseResult]] = [Future() for _ in chosen]
+    decisions = [index for index, case in enumerate(chosen) if case.kind == "decision"]
+    rest = [index for index, case in enumerate(chosen) if case.kind != "decision"]
+    rest.sort(key=lambda index: 0 if chosen[index].kind in _FIRST else 1)  # stable: selection order within
+    units: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
+    for unit in ([decisions] if decisions else []) + [[index] for index in rest]:
+        units.put(unit)
+    workers = min(jobs, len(rest) + (1 if decisions else 0))
+
+    def work() -> None:
+        while True:
+            try:
+                unit = units.get_nowait()
+            except queue.Empty:
+                return
+            for index in unit:
+                future = futures[index]
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    future.set_result(one(chosen[index]))
+                except BaseException as error:  # handed to the caller, who meets it in order
+                    future.set_exception(error)
+
+    for number in range(workers):
+        threading.Thread(target=work, name=f"resumekit-job-{number + 1}", daemon=True).start()
+    return futures
 
 
 def _timed(result: CaseResult, seconds: float) -> CaseResult:

@@ -17,16 +17,21 @@ import json
 import os
 import sys
 import threading
-import traceback
 from collections.abc import Callable
-from pathlib import Path
-from typing import IO, Any
 
 from resumekit.conformance import __version__
-from resumekit.reference.p1.control import Control
-from resumekit.reference.p1.worker import Worker, WorkerConfig
-from resumekit.reference.phase0.projection import build_resume_plan
-from resumekit.reference.phase0.store import CorruptLedger, LedgerStore
+
+TYPE_CHECKING = False  # typing itself is not imported before hello: annotations are not evaluated
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import IO, Any
+
+    from resumekit.reference.p1.worker import WorkerConfig
+    from resumekit.reference.phase0.store import CorruptLedger, LedgerStore
+
+# The projection, the store and the P1 worker (with SQLite, git and HTTP), and even pathlib and
+# traceback, are imported by the first command that needs them, not before ``hello``: the kit starts
+# this process once per crash case and per P1 worker start, and a crash case never needs the worker.
 
 __all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION", "Harness", "serve"]
 
@@ -110,6 +115,8 @@ class Harness:
         try:
             return {"seq": seq, "result": command(request)}
         except Exception as error:
+            import traceback
+
             trace = traceback.format_exc()
             print(trace, file=sys.stderr, end="", flush=True)
             return _error(seq, f"{cmd}: {type(error).__name__}: {error}", trace)
@@ -135,6 +142,8 @@ class Harness:
         # The events were decoded for this request alone and the plan is serialised at once: share them.
         profile = _field(request, "profile", str, required=False)
         expected = _field(request, "expectedRuntimeEventHighWater", int, required=False)
+        from resumekit.reference.phase0.projection import build_resume_plan
+
         if profile is None or profile == "strict":
             return build_resume_plan(events, expected_high_water=expected, profile="strict", share_events=True)
         if profile == "core":
@@ -150,6 +159,10 @@ class Harness:
         workspace = _field(request, "workspace", str)
         session_id = _field(request, "sessionId", str)
         run_id = _field(request, "runId", str)
+        from pathlib import Path
+
+        from resumekit.reference.phase0.store import LedgerStore
+
         store = LedgerStore(Path(workspace), session_id, run_id)  # validates the ids
         self.close_store()
         self._store = store
@@ -160,6 +173,8 @@ class Harness:
         return {"rows": self._open_store().append(event)}
 
     def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        from resumekit.reference.phase0.store import CorruptLedger
+
         try:
             read = self._open_store().read()
         except CorruptLedger as error:
@@ -169,6 +184,8 @@ class Harness:
         return {"status": "ok", "events": list(read.events), "tornTail": torn}
 
     def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        from resumekit.reference.phase0.store import CorruptLedger
+
         try:
             read = self._open_store().read()
         except CorruptLedger as error:
@@ -176,6 +193,8 @@ class Harness:
         return {"status": "ok", "plan": self._project(list(read.events), request)}
 
     def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        from pathlib import Path
+
         marker = Path(_field(request, "marker", str)).absolute()
         if marker not in self._markers:
             self._markers.append(marker)
@@ -209,6 +228,10 @@ class Harness:
             paths[name] = value
         settings: list[dict[str, Any]] = []
         self._journal_settings = settings
+        from pathlib import Path
+
+        from resumekit.reference.p1.worker import WorkerConfig
+
         worker_config = WorkerConfig(paths["controlPlaneUrl"], Path(paths["workspaceRoot"]), Path(paths["stateDir"]))
         self._worker = _RunningWorker(worker_config, failpoint, None if marker is None else Path(marker).absolute(),
                                       settings)
@@ -281,6 +304,9 @@ class _RunningWorker:
 
     def __init__(self, config: WorkerConfig, failpoint: tuple[str, int] | None, marker: Path | None,
                  settings: list[dict[str, Any]]) -> None:
+        from resumekit.reference.p1.control import Control
+        from resumekit.reference.p1.worker import Worker
+
         self.control = Control(failpoint)
         self.marker = marker
         self._marker_lock = threading.Lock()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from resumekit.conformance import fixtures, runner
 from resumekit.conformance._process import LineProcess
@@ -22,6 +24,7 @@ from resumekit.conformance.adapters import PythonAdapter, process_factory
 from resumekit.conformance.phase0 import crash
 from resumekit.reference import build_resume_plan
 from resumekit.reference.durable import sync_fd as sync  # the floor uses the store's own primitive
+from resumekit.reference.p1.journal import COLUMNS, Journal
 from resumekit.reference.phase0.store import LedgerStore, encode_row
 from tests.support import minimal_event
 
@@ -134,17 +137,168 @@ def appends(rows: int, repeats: int) -> None:
     print(f"  reference store:      {rows / t_ref:8.0f} rows/s   {t_raw / t_ref:.2f}x the raw loop")
 
 
+_HELLO = b'{"seq":1,"cmd":"hello","protocol":1,"kit":{"name":"resumekit","version":"0"}}\n'
+# The least a protocol server can do: start, read the hello line, answer it.
+_BARE_HELLO = "import sys\nsys.stdin.buffer.readline()\nsys.stdout.buffer.write(b'{}\\n'); sys.stdout.flush()\n"
+
+
+def start_to_hello(repeats: int) -> None:
+    """The reference adapter from start to its hello answer, against a bare interpreter doing the same."""
+    factory = process_factory("reference")
+    reference = factory()
+
+    def hello(argv: list[str], env: dict[str, str] | None) -> None:
+        process = LineProcess(argv, env=env)
+        try:
+            process.send(_HELLO)
+            process.receive(10.0)
+        finally:
+            process.kill()
+
+    argv, env = reference.argv, reference.env
+    runs = max(repeats * 4, 20)
+    bare = best(runs, lambda: hello([sys.executable, "-c", _BARE_HELLO], None))
+    ours = best(runs, lambda: hello(argv, env))
+    isolated = best(runs, lambda: hello([sys.executable, "-I", "-S", "-c", _BARE_HELLO], None))
+    print(f"start to hello (best of {runs}, through the kit's own process plumbing):")
+    print(f"  bare interpreter (-I -S):      {isolated * 1e3:6.1f} ms")
+    print(f"  bare interpreter answering:    {bare * 1e3:6.1f} ms   (the floor: same interpreter, site on)")
+    print(f"  reference adapter:             {ours * 1e3:6.1f} ms   {ours / bare:.2f}x the floor, "
+          f"{(ours - bare) * 1e3:+.1f} ms")
+
+
+def _journal_rows(count: int) -> list[dict[str, Any]]:
+    """Realistic checkpoint rows: whole attempts, each from claimed to result_submitted."""
+    phases = ("claimed", "workspace_prepared", "verification_passed", "commit_done", "result_pending",
+              "result_submitted")
+    task = json.dumps({"task_id": "t", "payload": {"files": {"a.txt": "x" * 200}}})
+    rows = []
+    for index in range(count):
+        attempt, phase = divmod(index, len(phases))
+        row: dict[str, Any] = {
+            "task_id": "task-1", "attempt": attempt + 1, "execution_digest": "d" * 64, "job_id": "job-1",
+            "repository": "repo", "base_oid": "b" * 40, "expected_branch_oid": "b" * 40, "target_branch": "main",
+            "generation": 1, "phase": phases[phase], "lease_id": f"lease-{attempt}",
+        }
+        if phase == 0:
+            row["task"] = task
+        if phase >= 1:
+            row["workspace"] = "/workspaces/task-1"
+        if phase >= 3:
+            row["commit_oid"] = "c" * 40
+        if phase >= 4:
+            row.update(idempotency_key="k" * 64, result_hash="h" * 64, result_body='{"ok": true}')
+        rows.append(row)  # fmt: skip
+    return rows
+
+
+def journal_inserts(rows: int, repeats: int) -> None:
+    """Checkpoint inserts per second of the reference journal against a raw synchronous=FULL loop."""
+    values = _journal_rows(rows)
+    inserted = COLUMNS[1:]
+    sql = f"INSERT INTO checkpoints ({', '.join(inserted)}) VALUES ({', '.join('?' * len(inserted))})"
+    table = "CREATE TABLE checkpoints (seq INTEGER PRIMARY KEY, " + ", ".join(f"{c}" for c in inserted) + ")"
+
+    def raw(directory: Path) -> None:
+        # The floor: the same rows, the same journal mode and synchronous level, one transaction each.
+        db = sqlite3.connect(directory / "raw.sqlite3", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA fullfsync=ON")
+        db.execute(table)
+        try:
+            for row in values:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute(sql, tuple(row.get(name) for name in inserted))
+                db.execute("COMMIT")
+        finally:
+            db.close()
+
+    journals: dict[Path, Journal] = {}
+
+    def open_journal(directory: Path) -> None:
+        journals[directory] = Journal(directory)
+
+    def reference(directory: Path) -> None:
+        journal = journals.pop(directory)
+        try:
+            for row in values:
+                journal.append(row)  # the checkpoint row alone, not the cache replace that follows it
+        finally:
+            journal.close()
+
+    samples: dict[str, list[float]] = {"raw": [], "reference": []}
+    for _ in range(repeats):  # interleaved, so that the disk's moods affect both alike
+        for name, work in (("raw", raw), ("reference", reference)):
+            with tempfile.TemporaryDirectory(dir=Path.cwd()) as scratch:
+                if name == "reference":
+                    open_journal(Path(scratch))  # opening (settings, schema) is not an insert
+                began = time.perf_counter()
+                work(Path(scratch))
+                samples[name].append(time.perf_counter() - began)
+    t_raw, t_ref = statistics.median(samples["raw"]), statistics.median(samples["reference"])
+    print(f"journal checkpoint inserts ({rows} rows, WAL, synchronous=FULL, median of {repeats}, current disk):")
+    print(f"  raw insert+commit loop: {rows / t_raw:8.0f} rows/s")
+    print(f"  reference journal:      {rows / t_ref:8.0f} rows/s   {t_raw / t_ref:.2f}x the raw loop (target >= 0.8x)")
+
+
+def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        argv = [sys.executable, "-m", "resumekit.conformance", "run", "--adapter", "reference", "-q"]
+        argv += [f"--kind={kind}" for kind in kinds]
+        argv += ["--seed", str(seed), "--jobs", str(jobs), "--report-json", str(report)]
+        began = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - began
+        if done.returncode != 0:
+            print(done.stdout[-3000:], done.stderr[-3000:])
+            raise SystemExit(f"the certification at --jobs {jobs} did not certify")
+        return wall, json.loads(report.read_text(encoding="utf-8"))
+
+
+def certification(seed: int, full: bool) -> None:
+    """Wall time of a certification of the reference at --jobs 1 and 2, side by side."""
+    phase0 = ["decision", "crash", "ledger-fault", "schedule"]
+    selections = [("phase 0", phase0)] + ([("full (phase 0 and P1)", [*phase0, "p1"])] if full else [])
+    print(f"certification of the reference (resumekit run --adapter reference, seed {seed}, wall time):")
+    for label, kinds in selections:
+        one, report_one = _certify(1, kinds, seed)
+        two, _ = _certify(2, kinds, seed)
+        by_kind: dict[str, float] = {}
+        for result in report_one["results"]:
+            by_kind[result["kind"]] = by_kind.get(result["kind"], 0.0) + result["durationSeconds"]
+        longest = max(result["durationSeconds"] for result in report_one["results"])
+        # Two jobs never beat the longest case; half of the one-job time is beaten only where the cases
+        # mostly wait (on processes, git, loopback HTTP) rather than compute.
+        floor = max(longest, one / 2)
+        print(f"  {label}: --jobs 1 {one:6.1f} s   --jobs 2 {two:6.1f} s   speed-up {one / two:.2f}x "
+              f"(max(longest case, half of --jobs 1) = {floor:.1f} s: {two / floor:.2f}x it)")
+        print("    by kind at --jobs 1: " + ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in by_kind.items()))
+        if "p1" in by_kind:
+            print(f"    P1 matrix: {by_kind['p1']:.1f} s over {sum(r['kind'] == 'p1' for r in report_one['results'])} "
+                  "scenarios at --jobs 1")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-full", action="store_true", help="certify Phase 0 only (the full run takes minutes)")
     arguments = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpu(s)\n")
     decisions(arguments.repeats)
     print()
     crash_cycle(arguments.repeats)
     print()
+    start_to_hello(arguments.repeats)
+    print()
     appends(arguments.rows, arguments.repeats)
+    print()
+    journal_inserts(arguments.rows, arguments.repeats)
+    print()
+    certification(arguments.seed, full=not arguments.no_full)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,204 @@
+"""--jobs and --shard: the same verdicts in the same order however a run is spread, and merging shards."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resumekit.conformance import fixtures, report, runner, schemas, shards
+from resumekit.conformance.adapters import PythonAdapter
+from resumekit.conformance.cli import COMMANDS, EXIT_SUBSET, EXIT_USAGE, _parser
+from resumekit.conformance.results import CaseResult, Outcome
+from resumekit.reference import build_resume_plan
+from tests.support import ROOT
+
+GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
+# A selection of every kind: decisions, crash failpoints, ledger faults, the schedule, P1 scenarios.
+SELECTION = (
+    "--only", "before-call-*", "--only", "after-call-*", "--only", "crash-p1", "--only", "crash-p9",
+    "--only", "torn-last-row-then-append", "--only", "corrupt-middle-row-garbage",
+    "--only", "random-crash-schedule", "--only", "p1-crash-capture-before-claimed-row",
+    "--only", "p1-crash-commit-before-claimed-row",
+    "--kills", "6", "--seed", "11",
+)  # fmt: skip
+
+
+def resumekit(report_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--report-json", str(report_path), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=GUARD,
+    )
+    document = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+    return done.returncode, document, done.stdout + done.stderr
+
+
+def verdicts(document: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(r["id"], r["kind"], r["outcome"]) for r in document["results"]]
+
+
+@pytest.fixture(scope="module")
+def one_job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("jobs") / "jobs1.json"
+    code, document, output = resumekit(path, "--adapter", "reference", *SELECTION)
+    assert code == EXIT_SUBSET, output  # --only: a subset run, which passed
+    return document
+
+
+def test_two_jobs_give_the_verdicts_of_one_in_selection_order(one_job: dict[str, Any], tmp_path: Path) -> None:
+    code, two, output = resumekit(tmp_path / "jobs2.json", "--adapter", "reference", *SELECTION, "--jobs", "2")
+    assert code == EXIT_SUBSET, output
+    assert schemas.first_violation(schemas.RUN_REPORT, two) is None
+    assert {r["kind"] for r in two["results"]} == {"decision", "crash", "ledger-fault", "schedule", "p1"}
+    assert verdicts(two) == verdicts(one_job)
+    assert (one_job["jobs"], two["jobs"]) == (1, 2)
+    suite = fixtures.load_suite()
+    chosen = {r["id"] for r in one_job["results"]}
+    assert [r["id"] for r in two["results"]] == [c.id for c in suite.select("strict") if c.id in chosen]
+    assert two["gates"] == one_job["gates"]
+    assert all(r["gates"] for r in two["results"] if r["kind"] == "p1")
+
+
+def test_three_shards_merged_equal_the_unsharded_run(one_job: dict[str, Any], tmp_path: Path) -> None:
+    paths = []
+    for index in (1, 2, 3):
+        path = tmp_path / f"shard{index}.json"
+        code, document, output = resumekit(path, "--adapter", "reference", *SELECTION, "--shard", f"{index}/3")
+        assert code == 0, output
+        assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+        assert document["shard"]["index"] == index and 0 < len(document["results"]) < len(one_job["results"])
+        paths.append(path)
+    merged_path = tmp_path / "merged.json"
+    code, out, err = _cli("merge", *map(str, reversed(paths)), "-o", str(merged_path))
+    assert code == EXIT_SUBSET, err  # the shards of a subset selection merge into a subset run, never more
+    merged = json.loads(merged_path.read_text(encoding="utf-8"))
+    assert schemas.first_violation(schemas.RUN_REPORT, merged) is None
+    assert verdicts(merged) == verdicts(one_job)
+    assert merged["certified"] is False and merged["scope"] == "subset" == one_job["scope"]
+    assert merged["summary"] == one_job["summary"] and merged["verdict"]["status"] == one_job["verdict"]["status"]
+    assert merged["gates"] == one_job["gates"]
+    assert merged["seed"] == one_job["seed"] == 11
+    assert [s["index"] for s in merged["mergedFrom"]] == [1, 2, 3]
+    assert "SUBSET" in out
+
+    # Overlap, gap, and shards of another certification are each refused with their own message.
+    documents = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    problems = {
+        "overlap: ": [documents[0], documents[0], documents[1], documents[2]],
+        "gap: shard(s) 3/3 missing": documents[:2],
+        "different seeds": [documents[0], documents[1], _with(documents[2], ("shard", "seed"), 12)],
+        "different kit versions": [documents[0], documents[1], _with(documents[2], ("resumekit", "version"), "9")],
+        "different golden fixtures": [
+            documents[0],
+            documents[1],
+            _with(documents[2], ("resumekit", "goldenDigest"), "0" * 64),
+        ],
+        "different implementations": [
+            documents[0],
+            documents[1],
+            _with(documents[2], ("implementation", "version"), "2.0"),
+        ],
+        "not a shard report": [one_job],
+        "gap: 1 selected case(s)": [documents[0], documents[1], _without_first_result(documents[2])],
+    }
+    for message, group in problems.items():
+        with pytest.raises(shards.ShardError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            shards.merge([(f"r{n}.json", document) for n, document in enumerate(group)])
+
+
+def _with(document: dict[str, Any], where: tuple[str, str], value: Any) -> dict[str, Any]:
+    copy = json.loads(json.dumps(document))
+    copy[where[0]][where[1]] = value
+    return copy
+
+
+def _without_first_result(document: dict[str, Any]) -> dict[str, Any]:
+    copy = json.loads(json.dumps(document))
+    copy["results"] = copy["results"][1:]
+    return copy
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    arguments = _parser().parse_args(argv)
+    code = COMMANDS[arguments.command](arguments, stdout, stderr)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_shards_deal_every_case_to_exactly_one_shard() -> None:
+    ids = [case.id for case in fixtures.load_suite().select("strict")]
+    for count in (1, 2, 3, 7, len(ids) + 5):
+        parts = [shards.owned(ids, index, count) for index in range(1, count + 1)]
+        assert sum(len(part) for part in parts) == len(ids)
+        assert set().union(*parts) == set(ids)
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert shards.parse("2/3") == (2, 3)
+    for bad in ("0/3", "4/3", "3", "a/b", "1/0"):
+        with pytest.raises(shards.ShardError):
+            shards.parse(bad)
+
+
+def test_shard_needs_a_seed_and_jobs_accepts_auto() -> None:
+    code, _, err = _cli("run", "--adapter", "reference", "--kind", "crash", "--shard", "1/2")
+    assert code == EXIT_USAGE and "--seed" in err
+    assert _parser().parse_args(["run", "--jobs", "auto"]).jobs >= 1
+    assert _parser().parse_args(["run", "--jobs", "0"]).jobs >= 1
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["run", "--jobs", "-1"])
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def case_started(self, case: fixtures.Case) -> None:
+        self.events.append(f"start {case.id}")
+
+    def case_finished(self, result: CaseResult) -> None:
+        self.events.append(f"end {result.case_id}")
+
+
+def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_first() -> None:
+    import threading
+    import time
+
+    suite = fixtures.load_suite()
+    crash_cases = suite.select("strict", kinds=["crash"])
+    cases = suite.select("strict", kinds=["decision"])[:20] + crash_cases
+    seen_threads: set[str] = set()
+
+    def slow_first(case: fixtures.Case) -> CaseResult:
+        seen_threads.add(threading.current_thread().name)
+        # The earlier a case is selected, the later it finishes.
+        time.sleep(0.01 * (len(crash_cases) - crash_cases.index(case)))  # type: ignore[arg-type]
+        return runner.result_for(case, Outcome.PASSED)
+
+    adapter = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
+    adapter.implementation = adapter.implementation.__class__(
+        name="reference", version="", language="python", capabilities=runner.REQUIRED_CAPABILITIES["crash"],
+        profiles=("core", "strict"),
+    )  # fmt: skip
+    recorder = _Recorder()
+    run = runner.run(cases, adapter, profile="strict", reporter=recorder, runners={"crash": slow_first}, jobs=4)
+    assert [r.case_id for r in run.results] == [c.id for c in cases]
+    assert recorder.events == [e for c in cases for e in (f"start {c.id}", f"end {c.id}")]
+    assert len(seen_threads) > 1 and run.jobs == 4
+    assert all(r.ok for r in run.results)
+    text = io.StringIO()
+    progress = report.ProgressReporter(text.write)
+    runner.run(cases, adapter, profile="strict", reporter=progress, runners={"crash": slow_first}, jobs=3)
+    progress.finish()
+    assert text.getvalue().splitlines()[0].startswith("decision")
+    # One line per kind, in selection order, each counting its cases, though the crash cases finished last first.
+    assert [line.split()[:3] for line in text.getvalue().splitlines()] == [
+        ["decision", "20", "passed"],
+        ["crash", str(len(crash_cases)), "passed"],
+    ]

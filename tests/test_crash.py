@@ -70,6 +70,13 @@ BROKEN = {
     "finally-anyway": (["crash-p0", "crash-p5"], "failed", ["crash-p0", "crash-p5"], "CRASH-2"),
     "not-deterministic": (["prefix-*", "crash-p2"], "failed", ["prefix-after-function-call", "crash-p2"], "PURE-2"),
     "rewrites-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    # Issue 9, findings 2 and 3: changes that leave the bytes as they were, and the first read after reopening.
+    "rewrites-same-bytes": (
+        ["crash-p6", "corrupt-middle-row-zeros"], "failed", ["crash-p6", "corrupt-middle-row-zeros"], "STORE-6"
+    ),
+    "recreates-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    "touches-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    "creates-on-first-read": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
     "surfaces-torn-row": (["torn-last-row-every-byte"], "failed", ["torn-last-row-every-byte"], "STORE-4"),
     "hangs": (
         ["prefix-*"],

@@ -200,6 +200,9 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
                 )
             session.start()
             session.open(workspace)
+            # From here to the end of the case nothing may change a file (STORE-6): `open` may prepare
+            # the store, but the first read after reopening is already watched.
+            before = _files.snapshot(workspace, settle=True)
             read = session.read()
             if read.get("status") != "ok" or not _same_events(case.events, read.get("events")):
                 raise _Abort(
@@ -213,7 +216,6 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
                         ),
                     )
                 )
-            before = _files.snapshot(workspace)
             plans = []
             for _ in range(2):
                 answer = session.ask("phase0.store.plan", profile=profile)
@@ -229,7 +231,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
             mismatches = check.compare_determinism(plans[0], plans[1])
             if changes:
                 mismatches.append(
-                    Mismatch("/workspace", "unchanged", changes, "STORE-6", "planning changed the workspace")
+                    Mismatch("/workspace", "unchanged", changes, "STORE-6", "reading or planning changed the workspace")
                 )
             mismatches += check.compare_plan(case.events, case.expect, plans[0])
             session.close()
@@ -305,7 +307,7 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                 except _files.Refused as error:
                     raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
                 session.open(workspace)
-                before = _files.snapshot(workspace)
+                before = _files.snapshot(workspace, settle=True)
                 if case.fault.get("appendAfter"):
                     extra = dict(case.events[-1], id=f"{case.events[-1]['id']}-again")
                     session.ask("phase0.store.append", event=extra)

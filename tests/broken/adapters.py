@@ -76,6 +76,67 @@ class RewritesLedger(Harness):
         return answer
 
 
+class RewritesSameBytes(Harness):
+    """Writes the ledger back, byte for byte the same, after every read (STORE-6: a rewrite all the same)."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        path = self._open_store().ledger_path
+        if path.exists():
+            data = path.read_bytes()
+            with open(path, "r+b") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        return answer
+
+
+class RecreatesLedger(Harness):
+    """Removes the ledger after every read and writes a new file with the same bytes and times."""
+
+    def _store_open(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._reopen = dict(request)
+        return super()._store_open(request)
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        path = self._open_store().ledger_path
+        if path.exists():
+            data, info = path.read_bytes(), path.stat()
+            self.close_store()  # let go of the append handle, as a store that swaps files would
+            path.unlink()
+            path.write_bytes(data)
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+            self._store_open(self._reopen)
+        return answer
+
+
+class TouchesLedger(Harness):
+    """Sets the ledger's modification time to now after every read, bytes untouched."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        path = self._open_store().ledger_path
+        if path.exists():
+            os.utime(path)
+        return answer
+
+
+class CreatesOnFirstRead(Harness):
+    """Leaves an empty file beside the ledger on the first read of each process (a recovery flag)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._first_read = True
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        if self._first_read:
+            self._first_read = False
+            (self._open_store().ledger_path.parent / "recovered.flag").touch()
+        return answer
+
+
 class SurfacesTornRow(Harness):
     """Parses the uncommitted tail and, when it happens to be JSON, returns it as an event."""
 
@@ -298,6 +359,10 @@ MODES: dict[str, type[Harness]] = {
     "finally-anyway": FinallyAnyway,
     "not-deterministic": NotDeterministic,
     "rewrites-ledger": RewritesLedger,
+    "rewrites-same-bytes": RewritesSameBytes,
+    "recreates-ledger": RecreatesLedger,
+    "touches-ledger": TouchesLedger,
+    "creates-on-first-read": CreatesOnFirstRead,
     "surfaces-torn-row": SurfacesTornRow,
     "hangs": Hangs,
     "crashes-mid-run": CrashesMidRun,

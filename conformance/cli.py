@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -63,7 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run only these kinds",
     )
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for each response")
-    run.add_argument("--validate-messages", action="store_true", help="check every protocol message against its schema")
+    run.add_argument(
+        "--validate-messages",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check every protocol message, both ways, against its schema (default: on; the report says when off)",
+    )
     run.add_argument("--seed", type=int, help="seed of the random crash schedule (default: random, printed)")
     run.add_argument("--kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
     run.add_argument("--report-json", type=Path, metavar="FILE", help="write the run as JSON")
@@ -272,6 +278,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         )
     finally:
         adapter.close()
+    finished = dataclasses.replace(finished, messages_validated=arguments.validate_messages)
     if progress is not None:
         progress.finish()
     for result in finished.results:

@@ -11,6 +11,7 @@ from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
 from resumekit.conformance.fixtures import Case
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run
 
+NO_MESSAGE_CHECKS = "off (--no-validate-messages): a message that breaks its schema was not caught as such"
 _MARKS = {
     Outcome.PASSED: ".",
     Outcome.FAILED: "F",
@@ -44,6 +45,7 @@ def to_json(run: Run) -> dict[str, Any]:
         "finished": run.finished,
         "durationSeconds": round(run.duration, 6),
         "seed": run.seed,
+        "messagesValidated": run.messages_validated,
         "faultModels": list(run.fault_models),
         "certified": run.certified,
         "summary": run.counts,
@@ -184,6 +186,8 @@ def format_summary(run: Run) -> str:
         lines.append(f"fault models:   {'; '.join(run.fault_models)}")
     if run.seed is not None:
         lines.append(f"seed:           {run.seed}")
+    if not run.messages_validated:
+        lines.append(f"message checks: {NO_MESSAGE_CHECKS}")
     header = f"{'kind':<14}" + "".join(f"{o.value:>13}" for o in Outcome)
     lines += ["", header, "-" * len(header)]
     for kind, row in counts_by_kind(run).items():
@@ -226,6 +230,8 @@ def to_markdown(run: Run) -> str:
         lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
     if run.seed is not None:
         lines.append(f"Crash schedule seed: `{run.seed}`.")
+    if not run.messages_validated:
+        lines.append(f"Message checks: {NO_MESSAGE_CHECKS}.")
     lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
     for kind, row in counts_by_kind(run).items():
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")

@@ -139,6 +139,7 @@ class Run:
     seed: int | None = None
     golden_digest: str = ""
     gates: tuple[Mapping[str, Any], ...] = ()  # the P1 gate table, when P1 scenarios were selected
+    messages_validated: bool = True  # False under --no-validate-messages: schema-breaking messages went unseen
 
     @property
     def counts(self) -> dict[str, int]:

@@ -21,7 +21,7 @@ from typing import Any
 from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import ProcessAdapter, Reply, is_integer
-from resumekit.conformance.canonical import canonical_json
+from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
@@ -257,7 +257,13 @@ def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, byt
         yield f"row {row} damaged ({how})", damaged
 
 
-def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str) -> list[Mismatch]:
+def expected_torn_tail(ledger: bytes) -> dict[str, int] | None:
+    """The ``tornTail`` a read of *ledger* reports: the bytes after its last line feed (STORE-3, STORE-4)."""
+    committed = ledger.rfind(b"\n") + 1
+    return None if committed == len(ledger) else {"offset": committed, "length": len(ledger) - committed}
+
+
+def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str, ledger: bytes) -> list[Mismatch]:
     expect = case.expect
     if expect["status"] == "corrupt":
         line = read.get("line")
@@ -269,6 +275,17 @@ def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str) -> l
     if read.get("status") != "ok" or not _same_events(committed, read.get("events")):
         got = read if read.get("status") != "ok" else _ids(read.get("events"))
         return [Mismatch(f"/read ({label})", [e["id"] for e in committed], got, "STORE-4")]
+    torn = expected_torn_tail(ledger)
+    if not same_json(read.get("tornTail"), torn):
+        return [
+            Mismatch(
+                f"/read/tornTail ({label})",
+                torn,
+                read.get("tornTail"),
+                "STORE-4",
+                "the torn tail is the bytes after the last line feed: its offset is the committed length",
+            )
+        ]
     return []
 
 
@@ -321,7 +338,7 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                         )
                 else:
                     read = session.read()
-                    mismatches += _judge_read(case, read, label)
+                    mismatches += _judge_read(case, read, label, damaged)
                     changes = _files.describe_changes(before, _files.snapshot(workspace))
                     if changes:
                         mismatches.append(

@@ -188,6 +188,30 @@ class SloppyMessages(Harness):
         return {"rows": str(super()._store_append(request)["rows"])}
 
 
+class ExtraField(Harness):
+    """Adds a field of its own to every read result: breaks the result schema (no additional properties)."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._store_read(request), "cachedRows": 0}
+
+
+class ExtraHelloField(Harness):
+    """Adds a field of its own to the hello result: breaks the hello schema."""
+
+    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._hello(request), "debug": True}
+
+
+class HidesTornTail(Harness):
+    """Reports no torn tail even when the ledger ends in one."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        if answer.get("status") == "ok":
+            answer["tornTail"] = None
+        return answer
+
+
 class NamesTheKitsPid(Harness):
     """Reports its parent, the kit, as the process to kill."""
 
@@ -370,6 +394,9 @@ MODES: dict[str, type[Harness]] = {
     "chatty-hello": ChattyHello,
     "sloppy-messages": SloppyMessages,
     "names-the-kits-pid": NamesTheKitsPid,
+    "extra-field": ExtraField,
+    "extra-hello-field": ExtraHelloField,
+    "hides-torn-tail": HidesTornTail,
     "locates-outside": LocatesOutside,
     "links-outside": LinksOutside,
     "names-a-stranger": NamesAStranger,

@@ -20,7 +20,7 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
-from resumekit.conformance.adapters import ProcessAdapter, Reply, is_integer
+from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply, is_integer
 from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
@@ -482,20 +482,100 @@ def run_schedule(
         session.close()
 
 
+MARKER_NEVER_WRITTEN = "the exit path never wrote the marker, so a kill cannot be told from an orderly exit"
+ORDERLY_EXITS = ("stop", "end of stdin")
+
+
+def orderly_exit_problem(factory: Factory, timeout: float | None = None) -> str | None:
+    """The positive control of CRASH-2: why an orderly exit after ``phase0.crash.arm`` left no marker, or None.
+
+    Once with ``stop`` and once by closing stdin: start, open a store, arm a marker, exit in order, and
+    require the marker. A marker absent after a kill means something only if the exit path writes it.
+    None too when the control cannot get as far as the exit (the cases then meet the same failure).
+    """
+    scratch = _files.scratch("marker-control")
+    try:
+        for way in ORDERLY_EXITS:
+            workspace, marker = scratch / way.replace(" ", "-"), scratch / f"{way.replace(' ', '-')}.marker"
+            workspace.mkdir()
+            adapter = factory()
+            try:
+                adapter.start()
+            except AdapterStartError:
+                return None
+            grace = timeout if timeout is not None else adapter.timeout
+            replies = [
+                adapter.request("phase0.store.open", workspace=str(workspace), sessionId=SESSION_ID, runId=RUN_ID),
+                adapter.request("phase0.crash.arm", marker=str(marker)),
+            ]
+            if any(reply.outcome != "result" for reply in replies) or adapter.process is None:
+                adapter.kill()
+                return None
+            if way == "stop":
+                adapter.close()  # `stop`, then up to the timeout to exit, then the kill
+                code = None
+            else:
+                code = adapter.process.stop(grace=grace)
+                adapter.process = None
+            if not marker.exists():
+                how = f"exit status {code}" if code is not None else "its exit"
+                return f"no marker after an orderly exit by {way!r} ({how}) following phase0.crash.arm"
+        return None
+    finally:
+        _files.remove(scratch)
+
+
+class _MarkerControl:
+    """Runs the orderly-exit control once per run, before the first case that kills."""
+
+    def __init__(self, factory: Factory) -> None:
+        self.factory = factory
+        self.checked = False
+        self.problem: str | None = None
+
+    def verdict(self, case: Case) -> CaseResult | None:
+        if not self.checked:
+            self.checked = True
+            self.problem = orderly_exit_problem(self.factory)
+        if self.problem is None:
+            return None
+        return result_for(
+            case,
+            Outcome.ERRORED,
+            message=f"{MARKER_NEVER_WRITTEN} ({self.problem}; CRASH-2)",
+            fault_model=FAULT_MODEL,
+        )
+
+
 def runners(
     factory: Factory, *, profile: str, seed: int, kills: int, adapter_spec: str
 ) -> dict[str, Callable[[Any], CaseResult]]:
-    """The case runners for the crash kinds, bound to a maker of fresh implementation processes."""
+    """The case runners for the crash kinds, bound to a maker of fresh implementation processes.
+
+    The cases that kill (crash, schedule) first need the positive control of the marker to pass.
+    """
+    control = _MarkerControl(factory)
+
+    def crash(case: CrashCase) -> CaseResult:
+        return control.verdict(case) or run_crash(case, factory, profile)
 
     def schedule(case: ScheduleCase) -> CaseResult:
         replay = f'resumekit run --adapter "{adapter_spec}" --only {case.id} --seed {seed} --kills {kills}'
-        return run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay)
+        return control.verdict(case) or run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay)
 
     return {
-        "crash": lambda case: run_crash(case, factory, profile),
+        "crash": crash,
         "ledger-fault": lambda case: run_ledger_fault(case, factory, profile),
         "schedule": schedule,
     }
 
 
-__all__ = ["FAULT_MODEL", "run_crash", "run_ledger_fault", "run_schedule", "runners"]
+__all__ = [
+    "FAULT_MODEL",
+    "MARKER_NEVER_WRITTEN",
+    "orderly_exit_problem",
+    "run_crash",
+    "run_ledger_fault",
+    "run_schedule",
+    "runners",
+]

@@ -56,6 +56,13 @@ class FinallyAnyway(Harness):
             self.write_markers()
 
 
+class NeverWritesMarker(Harness):
+    """Accepts phase0.crash.arm but writes the marker on no exit path at all."""
+
+    def write_markers(self) -> None:
+        pass
+
+
 class NotDeterministic(Harness):
     """Stamps each plan with the time it was made."""
 
@@ -381,6 +388,7 @@ class StartsOnce(Harness):
 MODES: dict[str, type[Harness]] = {
     "ack-before-durable": AckBeforeDurable,
     "finally-anyway": FinallyAnyway,
+    "never-writes-marker": NeverWritesMarker,
     "not-deterministic": NotDeterministic,
     "rewrites-ledger": RewritesLedger,
     "rewrites-same-bytes": RewritesSameBytes,

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,14 @@ class PrintsGarbage(Harness):
             out.buffer.write(b"DEBUG computing the plan...\n")
             out.buffer.flush()
         return super()._plan(request)
+
+
+class LateStrayOutput(Harness):
+    """Prints a debugging line to stdout a moment after answering each read: stray output between exchanges."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        threading.Timer(0.05, _raw, args=(b"DEBUG read done\n",)).start()
+        return super()._store_read(request)
 
 
 class SloppyMessages(Harness):
@@ -401,6 +410,7 @@ MODES: dict[str, type[Harness]] = {
     "prints-garbage": PrintsGarbage,
     "chatty-hello": ChattyHello,
     "sloppy-messages": SloppyMessages,
+    "late-stray-output": LateStrayOutput,
     "names-the-kits-pid": NamesTheKitsPid,
     "extra-field": ExtraField,
     "extra-hello-field": ExtraHelloField,

@@ -94,6 +94,13 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation testing of the reference projection against the decision cases (not run by default)."""
+    session.install(".", "cosmic-ray")
+    session.run("python", "-m", "tests.mutation", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Measure the runner and the reference against their physical floors (not run by default)."""
     session.install(".")

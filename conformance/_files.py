@@ -15,9 +15,9 @@ import stat
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-Snapshot = dict[str, tuple[str, int, str]]
 MAX_READ = 256 * 1024 * 1024  # bytes the kit reads from one file an implementation names
 
 
@@ -104,12 +104,69 @@ def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def snapshot(root: Path) -> Snapshot:
-    """Every entry below *root*: its kind, size and content digest.
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of a workspace as a snapshot records it: what it is, which file it is, and when it changed.
 
-    Links are recorded by their target's name and never followed; only regular files are read.
+    ``identity`` is the (device, inode) pair on POSIX and the (volume, file id) pair on Windows, so a
+    file removed and created again under its name is a different entry even with the same bytes;
+    ``mtime_ns`` and ``ctime_ns`` catch a rewrite of identical bytes and a touch. The access time is
+    not recorded: reading a file may update it.
     """
+
+    kind: str  # "file", "dir", "link", "special" or "unreadable"
+    size: int = 0
+    digest: str = ""  # a file's SHA-256, a link's target, a special file's mode, why an entry is unreadable
+    identity: tuple[int, int] = (0, 0)
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+
+
+Snapshot = dict[str, Entry]
+# Linux stamps files with a coarse clock (one scheduler tick, up to 10 ms); waiting this long after the
+# newest stamp before a snapshot makes any later write carry a later stamp.
+_STAMP_GRANULARITY_NS = 25_000_000
+
+
+def _entry(path: Path, info: os.stat_result) -> Entry:
+    identity = (info.st_dev, info.st_ino)
+    times = {"mtime_ns": info.st_mtime_ns, "ctime_ns": info.st_ctime_ns}
+    if stat.S_ISLNK(info.st_mode):
+        return Entry("link", 0, os.readlink(path), identity, **times)
+    if stat.S_ISDIR(info.st_mode):
+        return Entry("dir", 0, "", identity, **times)
+    if stat.S_ISREG(info.st_mode):
+        digest = hashlib.sha256()
+        with contextlib.suppress(OSError), open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        return Entry("file", info.st_size, digest.hexdigest(), identity, **times)
+    return Entry("special", 0, stat.filemode(info.st_mode), identity, **times)
+
+
+def snapshot(root: Path, *, settle: bool = False) -> Snapshot:
+    """Every entry below *root* (the directory listing) with its kind, identity, size, times and digest.
+
+    Links are recorded by their target's name and never followed; only regular files are read. The
+    entry ``.`` is *root* itself. With *settle*, wait first until the newest stamp below *root* is older
+    than the file system's clock granularity, so that a write after this snapshot cannot carry the same
+    stamp as one before it.
+    """
+    entries = _walk(root)
+    if settle:
+        newest = max((e.mtime_ns for e in entries.values()), default=0)
+        wait = newest + _STAMP_GRANULARITY_NS - time.time_ns()
+        if wait > 0:
+            time.sleep(min(wait, _STAMP_GRANULARITY_NS) / 1e9)
+    return entries
+
+
+def _walk(root: Path) -> Snapshot:
     entries: Snapshot = {}
+    try:
+        entries["."] = _entry(root, root.stat(follow_symlinks=False))
+    except OSError as error:
+        entries["."] = Entry("unreadable", 0, str(error))
     pending = [root]
     while pending:
         folder = pending.pop()
@@ -117,48 +174,68 @@ def snapshot(root: Path) -> Snapshot:
             children = list(os.scandir(folder))
         except OSError:
             continue
-        for entry in children:
-            path = Path(entry.path)
+        for child in children:
+            path = Path(child.path)
             name = path.relative_to(root).as_posix()
             try:
-                info = entry.stat(follow_symlinks=False)
+                # os.stat, not DirEntry.stat: on Windows only the former fills in the file id.
+                info = os.stat(path, follow_symlinks=False)
+                entries[name] = _entry(path, info)
             except OSError as error:
-                entries[name] = ("unreadable", 0, str(error))
+                entries[name] = Entry("unreadable", 0, str(error))
                 continue
-            if stat.S_ISLNK(info.st_mode):
-                entries[name] = ("link", 0, os.readlink(path))
-            elif stat.S_ISDIR(info.st_mode):
-                entries[name] = ("dir", 0, "")
+            if entries[name].kind == "dir":
                 pending.append(path)
-            elif stat.S_ISREG(info.st_mode):
-                digest = hashlib.sha256()
-                with contextlib.suppress(OSError), open(path, "rb") as handle:
-                    while block := handle.read(1 << 20):
-                        digest.update(block)
-                entries[name] = ("file", info.st_size, digest.hexdigest())
-            else:
-                entries[name] = ("special", 0, stat.filemode(info.st_mode))
     return dict(sorted(entries.items()))
 
 
 def describe_changes(before: Snapshot, after: Snapshot) -> list[str]:
-    """What differs between two snapshots, one phrase per entry."""
+    """What differs between two snapshots, one phrase per entry, naming every way it differs."""
     changes = []
     for name in sorted(set(before) | set(after)):
         if name not in after:
             changes.append(f"{name} removed")
         elif name not in before:
-            changes.append(f"{name} created")
+            changes.append(f"{name} created ({after[name].kind}, {after[name].size} bytes)")
         elif before[name] != after[name]:
-            changes.append(f"{name} changed ({before[name][1]} -> {after[name][1]} bytes)")
+            changes.append(f"{name} {_difference(before[name], after[name])}")
     return changes
 
 
+def _difference(old: Entry, new: Entry) -> str:
+    if old.kind != new.kind:
+        return f"replaced ({old.kind} -> {new.kind})"
+    if old.identity != new.identity:
+        return f"replaced by another {new.kind} of the same name (identity {old.identity} -> {new.identity})"
+    ways = []
+    if old.size != new.size:
+        ways.append(f"{old.size} -> {new.size} bytes")
+    if old.digest != new.digest:
+        ways.append("contents differ" if new.kind == "file" else f"{old.digest!r} -> {new.digest!r}")
+    if old.mtime_ns != new.mtime_ns:
+        ways.append(f"modification time {old.mtime_ns} -> {new.mtime_ns} ns")
+    elif old.ctime_ns != new.ctime_ns:
+        ways.append(f"status change time {old.ctime_ns} -> {new.ctime_ns} ns")
+    if new.kind == "file" and old.size == new.size and old.digest == new.digest:
+        ways.append("same bytes: rewritten or touched")
+    return "changed (" + "; ".join(ways) + ")"
+
+
 def write_bytes(root: Path, path: Path, data: bytes) -> None:
-    """Replace the bytes of a regular file inside *root* in place (the implementation is stopped meanwhile)."""
+    """Replace the bytes of a regular file inside *root* in place (the implementation is stopped meanwhile).
+
+    The file's modification time is then set two seconds back, so that any later write, even one of
+    the same bytes within the same tick of a coarse file-system clock, changes it (STORE-6).
+    """
     fd = _regular(root, path, os.O_WRONLY)
     with open(fd, "wb") as handle:
         handle.truncate(0)
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+        info = os.fstat(handle.fileno())
+        backdated = (info.st_atime_ns, info.st_mtime_ns - 2_000_000_000)
+        if os.utime in os.supports_fd:
+            os.utime(handle.fileno(), ns=backdated)
+        else:  # Windows: by name; the path was checked above and the implementation is stopped
+            os.utime(inside(root, str(path)), ns=backdated)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import json
 import os
@@ -147,7 +148,12 @@ def _run_parser(commands: Any) -> None:
     run.add_argument(
         "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="wait for each response"
     )
-    run.add_argument("--validate-messages", action="store_true", help="check every protocol message against its schema")
+    run.add_argument(
+        "--validate-messages",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check every protocol message, both ways, against its schema (the report says when it is off)",
+    )
     run.add_argument(
         "--seed", type=int, help="seed of the random crash schedule (default: random, printed in the header)"
     )
@@ -676,6 +682,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
             )
     finally:
         adapter.close()
+    finished = dataclasses.replace(finished, messages_validated=arguments.validate_messages)
     if progress is not None:
         progress.finish()
     for result in finished.results:

@@ -9,7 +9,8 @@ from typing import Any
 from resumekit.conformance import _files
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
 from resumekit.conformance.fixtures import DecisionCase, load_suite
-from resumekit.conformance.results import Outcome
+from resumekit.conformance.phase0.crash import MARKER_NEVER_WRITTEN, orderly_exit_problem
+from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.conformance.runner import run_decision
 
 Write = Callable[[str], Any]
@@ -23,6 +24,29 @@ class _Checks:
         self.write(f"[{'ok' if ok else 'FAIL'}] {text}\n")
         self.failures += not ok
         return ok
+
+
+def _why(result: CaseResult) -> str:
+    """The reason a decision check did not pass, as one line: the message, or the first differences."""
+    if result.outcome is Outcome.PASSED:
+        return ""
+    if result.message:
+        return result.message.splitlines()[0]
+    shown = [f"{m.pointer or '/'}: expected {m.expected!r}, got {m.actual!r}" for m in result.mismatches[:2]]
+    return "; ".join(shown) or "no reason given"
+
+
+_STRAY_WAIT = 0.2  # seconds to let late output arrive before looking for it
+
+
+def _no_stray_output(checks: _Checks, process: ProcessAdapter, after: str) -> None:
+    """Look for output on stdout that no request asked for, after *after*."""
+    time.sleep(_STRAY_WAIT)
+    stray = process.process.pending() if process.process else []
+    checks.report(
+        not stray,
+        f"no stray stdout after {after}" if not stray else f"stray stdout after {after}: {stray[:2]!r}",
+    )
 
 
 def _trivial_case() -> DecisionCase:
@@ -45,7 +69,7 @@ def diagnose(spec: str, *, timeout: float, write: Write) -> int:
         result = run_decision(case, adapter, "core")
         checks.report(
             result.outcome is Outcome.PASSED,
-            f"in-process plan for {case.id!r}: {result.outcome.value} {result.message or ''}",
+            f"in-process plan for {case.id!r}: {result.outcome.value} {_why(result)}".rstrip(),
         )
         return 1 if checks.failures else 0
 
@@ -57,18 +81,29 @@ def diagnose(spec: str, *, timeout: float, write: Write) -> int:
         checks.report(False, f"start and hello: {error}")
         return 1
     checks.report(
-        True, f"start and hello in {time.perf_counter() - began:.2f} s: {info.name} {info.version} ({info.language})"
+        True,
+        f"start and hello in {time.perf_counter() - began:.2f} s: {info.name} {info.version} ({info.language}); "
+        "the hello matches its schema",
     )
     checks.report(
         True, f"claims {', '.join(info.capabilities) or 'no capability'}; profiles {', '.join(info.profiles)}"
     )
     try:
+        _no_stray_output(checks, process, "the hello")
         _decisions(checks, process, case, info.capabilities)
         _restart(checks, process, case, info.capabilities)
         if "phase0.store" in info.capabilities:
             _store(checks, process, info.capabilities)
     finally:
         process.close()
+    if "phase0.crash" in info.capabilities:
+        problem = orderly_exit_problem(process_factory(spec, timeout=timeout))
+        checks.report(
+            problem is None,
+            "an orderly exit (stop, end of stdin) after crash.arm writes the marker"
+            if problem is None
+            else f"{MARKER_NEVER_WRITTEN}: {problem}",
+        )
     write(f"{'all checks passed' if not checks.failures else f'{checks.failures} check(s) failed'}\n")
     return 1 if checks.failures else 0
 
@@ -81,10 +116,10 @@ def _decisions(checks: _Checks, process: ProcessAdapter, case: DecisionCase, cap
     elapsed = time.perf_counter() - began
     checks.report(
         result.outcome is Outcome.PASSED,
-        f"plan for {case.id!r}: {result.outcome.value} in {elapsed * 1000:.1f} ms {result.message or ''}".rstrip(),
+        f"plan for {case.id!r}: {result.outcome.value} in {elapsed * 1000:.1f} ms {_why(result)}".rstrip(),
     )
     checks.report(elapsed < process.timeout, f"answered within the {process.timeout:g} s timeout")
-    time.sleep(0.2)
+    time.sleep(_STRAY_WAIT)
     stray = process.process.pending() if process.process else []
     checks.report(
         not stray, "stdout carries protocol lines only" if not stray else f"stray stdout lines: {stray[:2]!r}"
@@ -103,7 +138,10 @@ def _restart(checks: _Checks, process: ProcessAdapter, case: DecisionCase, capab
     checks.report(old != new, f"killed pid {old}, restarted as pid {new}, hello replayed")
     if "phase0.projection" in capabilities:
         result = run_decision(case, process, "core")
-        checks.report(result.outcome is Outcome.PASSED, f"plan after the restart: {result.outcome.value}")
+        checks.report(
+            result.outcome is Outcome.PASSED, f"plan after the restart: {result.outcome.value} {_why(result)}".rstrip()
+        )
+        _no_stray_output(checks, process, "the plan after the restart")
 
 
 def _store(checks: _Checks, process: ProcessAdapter, capabilities: tuple[str, ...]) -> None:
@@ -118,7 +156,10 @@ def _store(checks: _Checks, process: ProcessAdapter, capabilities: tuple[str, ..
         failed = next((r for r in replies if r.outcome != "result"), None)
         read = replies[-1].value if failed is None else None
         ok = isinstance(read, dict) and read.get("status") == "ok" and read.get("events") == list(case.events)
-        checks.report(ok, "store round trip: open, append, read" + (f": {failed.message}" if failed else ""))
+        reason = f": {failed.message}" if failed else "" if ok else f": the read answered {read!r}"[:400]
+        checks.report(ok, "store round trip: open, append, read" + reason)
+        if failed is None:
+            _no_stray_output(checks, process, "the store round trip")
         if "phase0.crash" in capabilities:
             reply = process.request("phase0.crash.arm", marker=str(scratch / "finally.marker"))
             pid = reply.value.get("pid") if isinstance(reply.value, dict) else None
@@ -130,6 +171,8 @@ def _store(checks: _Checks, process: ProcessAdapter, capabilities: tuple[str, ..
                 else f"crash.arm reports pid {pid!r}, which is not the adapter or one of its descendants"
                 + (f": {reply.message}" if reply.outcome != "result" else ""),
             )
+            if reply.outcome == "result":
+                _no_stray_output(checks, process, "crash.arm")
     finally:
         process.close()
         _files.remove(scratch)

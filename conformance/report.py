@@ -12,6 +12,8 @@ from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
 from resumekit.conformance.fixtures import Case
 from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run, Selection, Shard, Source
 
+NO_MESSAGE_CHECKS = "off (--no-validate-messages): a message that breaks its schema was not caught as such"
+
 
 def counts_by_kind(run: Run) -> dict[str, dict[Outcome, int]]:
     """How many results of each kind ended in each outcome, kinds in the order they ran."""
@@ -38,6 +40,7 @@ def to_json(run: Run) -> dict[str, Any]:
         "finished": run.finished,
         "durationSeconds": round(run.duration, 6),
         "seed": run.seed,
+        "messagesValidated": run.messages_validated,
         "faultModels": list(run.fault_models),
         "certified": verdict.certified,
         "scope": verdict.scope,
@@ -310,6 +313,8 @@ def format_summary(run: Run) -> str:
         lines.append(f"fault models:   {'; '.join(run.fault_models)}")
     if run.seed is not None:
         lines.append(f"seed:           {run.seed}")
+    if not run.messages_validated:
+        lines.append(f"message checks: {NO_MESSAGE_CHECKS}")
     header = f"{'kind':<14}" + "".join(f"{o.value:>13}" for o in Outcome)
     lines += ["", header, "-" * len(header)]
     for kind, row in counts_by_kind(run).items():
@@ -365,6 +370,8 @@ def to_markdown(run: Run) -> str:
         lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
     if run.seed is not None:
         lines.append(f"Crash schedule seed: `{run.seed}`.")
+    if not run.messages_validated:
+        lines.append(f"Message checks: {NO_MESSAGE_CHECKS}.")
     lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
     for kind, row in counts_by_kind(run).items():
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")

@@ -320,6 +320,7 @@ class Run:
     golden_root: str = ""  # the golden directory the cases were read from, for locations people can open
     jobs: int = 1  # cases run at once
     shard: Shard | None = None  # set when the run is one shard of a selection
+    messages_validated: bool = True  # False under --no-validate-messages: schema-breaking messages went unseen
 
     @property
     def counts(self) -> dict[str, int]:

@@ -9,7 +9,7 @@ from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, relevance
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -70,8 +70,9 @@ def violations(uri: str, instance: Any) -> Iterator[SchemaViolation]:
     errors = list(validator(uri).iter_errors(instance))
     if not errors:
         return
-    # best_match picks the error a person should read first among alternatives (oneOf, anyOf).
-    first = best_match(errors)
+    # The error a person should read first (jsonschema's relevance); among alternatives (oneOf, anyOf) the
+    # branch the instance came closest to, the one with the fewest errors, says what is wrong.
+    first = _closest_branch(max(errors, key=relevance))
     yield SchemaViolation(pointer(first.absolute_path), first.message)
     seen = {pointer(first.absolute_path)}
     for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
@@ -79,6 +80,16 @@ def violations(uri: str, instance: Any) -> Iterator[SchemaViolation]:
         if where not in seen:
             seen.add(where)
             yield SchemaViolation(where, error.message)
+
+
+def _closest_branch(error: ValidationError) -> ValidationError:
+    while error.validator in ("oneOf", "anyOf") and error.context:
+        branches: dict[Any, list[ValidationError]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0] if sub.relative_schema_path else None, []).append(sub)
+        fewest = min(branches.values(), key=len)
+        error = max(fewest, key=relevance)
+    return error
 
 
 def first_violation(uri: str, instance: Any) -> SchemaViolation | None:

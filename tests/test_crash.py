@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from resumekit.conformance import schemas
+from resumekit.conformance.phase0.crash import expected_torn_tail
 from tests.support import ROOT, python_command
 
 GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
@@ -70,6 +71,20 @@ BROKEN = {
     "finally-anyway": (["crash-p0", "crash-p5"], "failed", ["crash-p0", "crash-p5"], "CRASH-2"),
     "not-deterministic": (["prefix-*", "crash-p2"], "failed", ["prefix-after-function-call", "crash-p2"], "PURE-2"),
     "rewrites-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    # Issue 9, findings 2 and 3: changes that leave the bytes as they were, and the first read after reopening.
+    "rewrites-same-bytes": (
+        ["crash-p6", "corrupt-middle-row-zeros"], "failed", ["crash-p6", "corrupt-middle-row-zeros"], "STORE-6"
+    ),
+    "recreates-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    "touches-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    "creates-on-first-read": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
+    # Issue 9, finding 4: without an exit path that writes the marker, its absence after a kill proves nothing.
+    "never-writes-marker": (
+        ["crash-p0", "crash-p5", "random-crash-schedule"],
+        "errored",
+        ["crash-p0", "crash-p5", "random-crash-schedule"],
+        "the exit path never wrote the marker, so a kill cannot be told from an orderly exit",
+    ),
     "surfaces-torn-row": (["torn-last-row-every-byte"], "failed", ["torn-last-row-every-byte"], "STORE-4"),
     "hangs": (
         ["prefix-*"],
@@ -98,7 +113,7 @@ def test_a_broken_adapter_gets_its_verdict_and_the_run_goes_on(mode: str, tmp_pa
         if outcome == "failed":
             assert evidence in result["clauses"], "the failing case cites the clause it caught"
     others = [r for r in results.values() if r["id"] not in victims]
-    if outcome == "errored":
+    if outcome == "errored" and mode != "never-writes-marker":
         # The runner restarted the implementation and went on: every other case still passed.
         assert others and all(r["outcome"] == "passed" for r in others), others
     if mode == "crashes-mid-run":
@@ -126,19 +141,59 @@ def test_unclaimed_capabilities_are_reported_as_not_claimed(tmp_path: Path) -> N
     assert all("phase0.store" in r["message"] for r in document["results"])
 
 
-def test_validate_messages_turns_a_schema_breaking_answer_into_an_error_naming_the_pointer(tmp_path: Path) -> None:
+def test_a_schema_breaking_answer_is_an_error_naming_the_pointer_by_default(tmp_path: Path) -> None:
     adapter = python_command("-m", "tests.broken.adapters", "sloppy-messages")
-    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p0", "--validate-messages")
+    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p0")
     assert code == 1
     [result] = document["results"]
     assert result["outcome"] == "errored"
     assert "breaks the protocol schema at /result/rows" in result["message"]
     assert result["transcript"], "the last messages exchanged are kept"
-    # Without the schema check the wrong answer still fails the case, by its content.
-    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p0")
+    assert document["messagesValidated"] is True
+    # Without the schema check the wrong answer still fails the case, by its content, and the report says so.
+    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p0", "--no-validate-messages")
     [result] = document["results"]
     assert result["outcome"] == "failed"
     assert result["mismatches"][0]["clause"] == "STORE-1"
+    assert document["messagesValidated"] is False
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+
+
+def test_an_extra_field_in_a_result_errors_the_case_by_default(tmp_path: Path) -> None:
+    # Issue 9, finding 5: a store.read result with a field of its own used to pass.
+    adapter = python_command("-m", "tests.broken.adapters", "extra-field")
+    selection = ("--only", "crash-p6", "--only", "corrupt-middle-row-zeros")
+    code, document, _ = resumekit(tmp_path, "--adapter", adapter, *selection)
+    assert code == 1
+    for result in document["results"]:
+        assert result["outcome"] == "errored", result
+        assert "breaks the protocol schema at /result" in result["message"]
+        assert "'cachedRows' was unexpected" in result["message"]
+
+
+def test_an_extra_field_in_the_hello_stops_the_run_before_any_case(tmp_path: Path) -> None:
+    adapter = python_command("-m", "tests.broken.adapters", "extra-hello-field")
+    code, _, output = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p6")
+    assert code == 2, output
+    assert "'debug' was unexpected" in output
+
+
+def test_a_torn_tail_is_checked_against_the_committed_bytes(tmp_path: Path) -> None:
+    adapter = python_command("-m", "tests.broken.adapters", "hides-torn-tail")
+    code, document, output = resumekit(tmp_path, "--adapter", adapter, "--only", "torn-last-row-every-byte")
+    assert code == 1, output
+    [result] = document["results"]
+    assert result["outcome"] == "failed"
+    [first, *_] = result["mismatches"]
+    assert first["clause"] == "STORE-4" and first["pointer"].startswith("/read/tornTail")
+    assert first["actual"] is None and first["expected"]["length"] == 1 and first["expected"]["offset"] > 0
+
+
+def test_expected_torn_tail_is_the_bytes_after_the_last_line_feed() -> None:
+    assert expected_torn_tail(b"") is None
+    assert expected_torn_tail(b"{}\n{}\n") is None
+    assert expected_torn_tail(b"{}\n{") == {"offset": 3, "length": 1}
+    assert expected_torn_tail(b"{") == {"offset": 0, "length": 1}
 
 
 def test_every_message_of_a_full_reference_run_matches_its_schema(tmp_path: Path) -> None:

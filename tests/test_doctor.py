@@ -26,6 +26,9 @@ def test_the_reference_passes_every_check() -> None:
         "restarted as pid",
         "store round trip",
         "crash.arm reports pid",
+        "the hello matches its schema",
+        "no stray stdout after the store round trip",
+        "an orderly exit (stop, end of stdin) after crash.arm writes the marker",
     ):
         assert fragment in text
     assert "[FAIL]" not in text
@@ -57,3 +60,36 @@ def test_a_projection_only_adapter_is_checked_for_what_it_claims() -> None:
     assert code == 0, text
     assert "claims phase0.projection;" in text
     assert "store round trip" not in text
+
+
+# -- issue 9, finding 8 ----------------------------------------------------------------------------
+
+
+def _broken(mode: str) -> str:
+    return python_command("-m", "tests.broken.adapters", mode)
+
+
+def test_a_failed_plan_says_why() -> None:
+    code, text = _doctor(_broken("not-deterministic"))
+    assert code == 1
+    [line] = [line for line in text.splitlines() if line.startswith("[FAIL] plan for")]
+    assert "computedAtNs" in line, line
+
+
+def test_stray_stdout_after_an_exchange_fails() -> None:
+    code, text = _doctor(_broken("late-stray-output"))
+    assert code == 1
+    assert "[FAIL] stray stdout after the store round trip" in text and "DEBUG read done" in text
+
+
+def test_a_hello_that_breaks_its_schema_fails_with_the_field() -> None:
+    code, text = _doctor(_broken("extra-hello-field"))
+    assert code == 1
+    assert "[FAIL] start and hello" in text and "'debug' was unexpected" in text
+
+
+def test_an_exit_path_that_never_writes_the_marker_fails() -> None:
+    code, text = _doctor(_broken("never-writes-marker"))
+    assert code == 1
+    assert "[FAIL] the exit path never wrote the marker, so a kill cannot be told from an orderly exit" in text
+    assert "'stop'" in text

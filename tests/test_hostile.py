@@ -311,10 +311,10 @@ def test_a_seq_that_is_not_the_integer_sent_is_refused(seq: bytes) -> None:
 
 
 def test_no_scratch_folder_is_left_behind_when_an_armed_adapter_fails(tmp_path: Path) -> None:
-    # Its acknowledgements are wrong, so each case fails while the armed process runs.
+    # Its acknowledgements break their schema, so each case errors while the armed process runs.
     code, document, output, _ = resumekit(tmp_path, "--adapter", broken("sloppy-messages"), "--only", "crash-p*")
     assert code == 1, output
-    assert {r["outcome"] for r in document["results"]} == {"failed"}
+    assert {r["outcome"] for r in document["results"]} == {"errored"}
     assert leftovers(tmp_path) == []
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
-from resumekit.conformance.adapters import ProcessAdapter, Reply, is_integer
-from resumekit.conformance.canonical import canonical_json
+from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply, is_integer
+from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
@@ -200,6 +200,9 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
                 )
             session.start()
             session.open(workspace)
+            # From here to the end of the case nothing may change a file (STORE-6): `open` may prepare
+            # the store, but the first read after reopening is already watched.
+            before = _files.snapshot(workspace, settle=True)
             read = session.read()
             if read.get("status") != "ok" or not _same_events(case.events, read.get("events")):
                 raise _Abort(
@@ -213,7 +216,6 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
                         ),
                     )
                 )
-            before = _files.snapshot(workspace)
             plans = []
             for _ in range(2):
                 answer = session.ask("phase0.store.plan", profile=profile)
@@ -229,7 +231,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
             mismatches = check.compare_determinism(plans[0], plans[1])
             if changes:
                 mismatches.append(
-                    Mismatch("/workspace", "unchanged", changes, "STORE-6", "planning changed the workspace")
+                    Mismatch("/workspace", "unchanged", changes, "STORE-6", "reading or planning changed the workspace")
                 )
             mismatches += check.compare_plan(case.events, case.expect, plans[0])
             session.close()
@@ -255,7 +257,13 @@ def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, byt
         yield f"row {row} damaged ({how})", damaged
 
 
-def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str) -> list[Mismatch]:
+def expected_torn_tail(ledger: bytes) -> dict[str, int] | None:
+    """The ``tornTail`` a read of *ledger* reports: the bytes after its last line feed (STORE-3, STORE-4)."""
+    committed = ledger.rfind(b"\n") + 1
+    return None if committed == len(ledger) else {"offset": committed, "length": len(ledger) - committed}
+
+
+def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str, ledger: bytes) -> list[Mismatch]:
     expect = case.expect
     if expect["status"] == "corrupt":
         line = read.get("line")
@@ -267,6 +275,17 @@ def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str) -> l
     if read.get("status") != "ok" or not _same_events(committed, read.get("events")):
         got = read if read.get("status") != "ok" else _ids(read.get("events"))
         return [Mismatch(f"/read ({label})", [e["id"] for e in committed], got, "STORE-4")]
+    torn = expected_torn_tail(ledger)
+    if not same_json(read.get("tornTail"), torn):
+        return [
+            Mismatch(
+                f"/read/tornTail ({label})",
+                torn,
+                read.get("tornTail"),
+                "STORE-4",
+                "the torn tail is the bytes after the last line feed: its offset is the committed length",
+            )
+        ]
     return []
 
 
@@ -305,7 +324,7 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                 except _files.Refused as error:
                     raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
                 session.open(workspace)
-                before = _files.snapshot(workspace)
+                before = _files.snapshot(workspace, settle=True)
                 if case.fault.get("appendAfter"):
                     extra = dict(case.events[-1], id=f"{case.events[-1]['id']}-again")
                     session.ask("phase0.store.append", event=extra)
@@ -319,7 +338,7 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                         )
                 else:
                     read = session.read()
-                    mismatches += _judge_read(case, read, label)
+                    mismatches += _judge_read(case, read, label, damaged)
                     changes = _files.describe_changes(before, _files.snapshot(workspace))
                     if changes:
                         mismatches.append(
@@ -477,6 +496,73 @@ def run_schedule(
         session.close()
 
 
+MARKER_NEVER_WRITTEN = "the exit path never wrote the marker, so a kill cannot be told from an orderly exit"
+ORDERLY_EXITS = ("stop", "end of stdin")
+
+
+def orderly_exit_problem(factory: Factory, timeout: float | None = None) -> str | None:
+    """The positive control of CRASH-2: why an orderly exit after ``phase0.crash.arm`` left no marker, or None.
+
+    Once with ``stop`` and once by closing stdin: start, open a store, arm a marker, exit in order, and
+    require the marker. A marker absent after a kill means something only if the exit path writes it.
+    None too when the control cannot get as far as the exit (the cases then meet the same failure).
+    """
+    scratch = _files.scratch("marker-control")
+    try:
+        for way in ORDERLY_EXITS:
+            workspace, marker = scratch / way.replace(" ", "-"), scratch / f"{way.replace(' ', '-')}.marker"
+            workspace.mkdir()
+            adapter = factory()
+            try:
+                adapter.start()
+            except AdapterStartError:
+                return None
+            grace = timeout if timeout is not None else adapter.timeout
+            replies = [
+                adapter.request("phase0.store.open", workspace=str(workspace), sessionId=SESSION_ID, runId=RUN_ID),
+                adapter.request("phase0.crash.arm", marker=str(marker)),
+            ]
+            if any(reply.outcome != "result" for reply in replies) or adapter.process is None:
+                adapter.kill()
+                return None
+            if way == "stop":
+                adapter.close()  # `stop`, then up to the timeout to exit, then the kill
+                code = None
+            else:
+                code = adapter.process.stop(grace=grace)
+                adapter.process = None
+            if not marker.exists():
+                how = f"exit status {code}" if code is not None else "its exit"
+                return f"no marker after an orderly exit by {way!r} ({how}) following phase0.crash.arm"
+        return None
+    finally:
+        _files.remove(scratch)
+
+
+class _MarkerControl:
+    """Runs the orderly-exit control once per run, before the first case that kills."""
+
+    def __init__(self, factory: Factory) -> None:
+        self.factory = factory
+        self.checked = False
+        self.problem: str | None = None
+        self._lock = threading.Lock()  # with --jobs, cases of other threads wait for the one control
+
+    def verdict(self, case: Case) -> CaseResult | None:
+        with self._lock:
+            if not self.checked:
+                self.problem = orderly_exit_problem(self.factory)
+                self.checked = True
+        if self.problem is None:
+            return None
+        return result_for(
+            case,
+            Outcome.ERRORED,
+            message=f"{MARKER_NEVER_WRITTEN} ({self.problem}; CRASH-2)",
+            fault_model=FAULT_MODEL,
+        )
+
+
 def runners(
     factory: Factory,
     *,
@@ -486,17 +572,34 @@ def runners(
     adapter_spec: str,
     on_kill: KillProgress | None = None,
 ) -> dict[str, Callable[[Any], CaseResult]]:
-    """The case runners for the crash kinds, bound to a maker of fresh implementation processes."""
+    """The case runners for the crash kinds, bound to a maker of fresh implementation processes.
+
+    The cases that kill (crash, schedule) first need the positive control of the marker to pass.
+    """
+    control = _MarkerControl(factory)
+
+    def crash(case: CrashCase) -> CaseResult:
+        return control.verdict(case) or run_crash(case, factory, profile)
 
     def schedule(case: ScheduleCase) -> CaseResult:
         replay = f'resumekit run --adapter "{adapter_spec}" --only {case.id} --seed {seed} --kills {kills}'
-        return run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay, on_kill=on_kill)
+        return control.verdict(case) or run_schedule(
+            case, factory, profile, seed=seed, kills=kills, replay=replay, on_kill=on_kill
+        )
 
     return {
-        "crash": lambda case: run_crash(case, factory, profile),
+        "crash": crash,
         "ledger-fault": lambda case: run_ledger_fault(case, factory, profile),
         "schedule": schedule,
     }
 
 
-__all__ = ["FAULT_MODEL", "run_crash", "run_ledger_fault", "run_schedule", "runners"]
+__all__ = [
+    "FAULT_MODEL",
+    "MARKER_NEVER_WRITTEN",
+    "orderly_exit_problem",
+    "run_crash",
+    "run_ledger_fault",
+    "run_schedule",
+    "runners",
+]

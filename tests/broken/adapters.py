@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,13 @@ class FinallyAnyway(Harness):
             self.write_markers()
 
 
+class NeverWritesMarker(Harness):
+    """Accepts phase0.crash.arm but writes the marker on no exit path at all."""
+
+    def write_markers(self) -> None:
+        pass
+
+
 class NotDeterministic(Harness):
     """Stamps each plan with the time it was made."""
 
@@ -73,6 +81,67 @@ class RewritesLedger(Harness):
         path = self._open_store().ledger_path
         rows = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
         path.write_bytes(b"".join(json.dumps(row, sort_keys=True).encode() + b"\n" for row in rows))
+        return answer
+
+
+class RewritesSameBytes(Harness):
+    """Writes the ledger back, byte for byte the same, after every read (STORE-6: a rewrite all the same)."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        path = self._open_store().ledger_path
+        if path.exists():
+            data = path.read_bytes()
+            with open(path, "r+b") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        return answer
+
+
+class RecreatesLedger(Harness):
+    """Removes the ledger after every read and writes a new file with the same bytes and times."""
+
+    def _store_open(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._reopen = dict(request)
+        return super()._store_open(request)
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        path = self._open_store().ledger_path
+        if path.exists():
+            data, info = path.read_bytes(), path.stat()
+            self.close_store()  # let go of the append handle, as a store that swaps files would
+            path.unlink()
+            path.write_bytes(data)
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+            self._store_open(self._reopen)
+        return answer
+
+
+class TouchesLedger(Harness):
+    """Sets the ledger's modification time to now after every read, bytes untouched."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        path = self._open_store().ledger_path
+        if path.exists():
+            os.utime(path)
+        return answer
+
+
+class CreatesOnFirstRead(Harness):
+    """Leaves an empty file beside the ledger on the first read of each process (a recovery flag)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._first_read = True
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        if self._first_read:
+            self._first_read = False
+            (self._open_store().ledger_path.parent / "recovered.flag").touch()
         return answer
 
 
@@ -120,11 +189,43 @@ class PrintsGarbage(Harness):
         return super()._plan(request)
 
 
+class LateStrayOutput(Harness):
+    """Prints a debugging line to stdout a moment after answering each read: stray output between exchanges."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        threading.Timer(0.05, _raw, args=(b"DEBUG read done\n",)).start()
+        return super()._store_read(request)
+
+
 class SloppyMessages(Harness):
     """Acknowledges appends with the row count as a string: breaks the result schema."""
 
     def _store_append(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"rows": str(super()._store_append(request)["rows"])}
+
+
+class ExtraField(Harness):
+    """Adds a field of its own to every read result: breaks the result schema (no additional properties)."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._store_read(request), "cachedRows": 0}
+
+
+class ExtraHelloField(Harness):
+    """Adds a field of its own to the hello result: breaks the hello schema."""
+
+    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._hello(request), "debug": True}
+
+
+class HidesTornTail(Harness):
+    """Reports no torn tail even when the ledger ends in one."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_read(request)
+        if answer.get("status") == "ok":
+            answer["tornTail"] = None
+        return answer
 
 
 class NamesTheKitsPid(Harness):
@@ -296,15 +397,24 @@ class StartsOnce(Harness):
 MODES: dict[str, type[Harness]] = {
     "ack-before-durable": AckBeforeDurable,
     "finally-anyway": FinallyAnyway,
+    "never-writes-marker": NeverWritesMarker,
     "not-deterministic": NotDeterministic,
     "rewrites-ledger": RewritesLedger,
+    "rewrites-same-bytes": RewritesSameBytes,
+    "recreates-ledger": RecreatesLedger,
+    "touches-ledger": TouchesLedger,
+    "creates-on-first-read": CreatesOnFirstRead,
     "surfaces-torn-row": SurfacesTornRow,
     "hangs": Hangs,
     "crashes-mid-run": CrashesMidRun,
     "prints-garbage": PrintsGarbage,
     "chatty-hello": ChattyHello,
     "sloppy-messages": SloppyMessages,
+    "late-stray-output": LateStrayOutput,
     "names-the-kits-pid": NamesTheKitsPid,
+    "extra-field": ExtraField,
+    "extra-hello-field": ExtraHelloField,
+    "hides-torn-tail": HidesTornTail,
     "locates-outside": LocatesOutside,
     "links-outside": LinksOutside,
     "names-a-stranger": NamesAStranger,

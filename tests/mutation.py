@@ -1,0 +1,229 @@
+"""Mutation testing of the reference projection against the decision cases: ``nox -s mutation``.
+
+Cosmic Ray (from PyPI) makes the mutants: every mutation position of each of its core operators in
+``reference/phase0/projection.py``. Its own runner writes each mutant over the source file and runs a
+test command; here the module is installed from a wheel under the ``resumekit`` namespace, so that
+command would have to reinstall the wheel per mutant. This driver instead loads each mutant in place of
+the installed module, in-process, and runs the decision cases through ``run_decision`` with a
+``PythonAdapter``. A mutant is killed when some decision case does not pass (failed or errored,
+including an exception or a hang past ``TIMEOUT`` seconds).
+
+Each mutant is run first against the core cases with ``--profile core``; a survivor is run again
+against every case with ``--profile strict``. Survivors judged equivalent (no input can tell them from
+the original) are listed, each with why, in ``tests/mutation-equivalent.txt``, keyed by operator and
+position. The run fails when fewer than ``CORE_THRESHOLD`` of the non-equivalent mutants are killed by
+the core cases alone, or fewer than ``ALL_THRESHOLD`` by core and strict together.
+
+    python -m tests.mutation [--limit N] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import functools
+import multiprocessing
+import signal
+import sys
+import types
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SOURCE = Path(__file__).resolve().parent.parent / "reference" / "phase0" / "projection.py"
+EQUIVALENT_FILE = Path(__file__).resolve().parent / "mutation-equivalent.txt"
+MODULE = "resumekit.reference.phase0.projection"
+# Floors, not the goal: the first full run (Cosmic Ray 8.7, 327 mutants, 77 annotation-only) measured
+# 58.9% killed by core cases alone and 89.0% by core and strict. Issue 9's target is 95% and 100%; the
+# floors rise as cases are added and survivors are judged in mutation-equivalent.txt.
+CORE_THRESHOLD = 0.58  # of non-equivalent mutants killed by the core cases alone
+ALL_THRESHOLD = 0.89  # of non-equivalent mutants killed by core and strict cases together
+TIMEOUT = 20  # seconds for all decision cases against one mutant; a slower mutant counts as killed
+
+
+@dataclass(frozen=True)
+class Mutant:
+    operator: str
+    occurrence: int
+    line: int
+    column: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.operator} {self.line}:{self.column}"
+
+
+def mutants(source: str) -> Iterator[Mutant]:
+    """Every mutation Cosmic Ray's core operators can make of *source*."""
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.plugins import get_operator, operator_names
+
+    tree = get_ast(source)
+    for name in operator_names():
+        if not name.startswith("core/"):
+            continue
+        operator_class = get_operator(name)
+        if operator_class.arguments():
+            continue
+        operator = operator_class()
+        positions = ((start, end) for node in ast_nodes(tree) for start, end in operator.mutation_positions(node))
+        for occurrence, (start, _end) in enumerate(positions):
+            yield Mutant(name, occurrence, start[0], start[1])
+
+
+def _mutated_source(source: str, mutant: Mutant) -> str | None:
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+
+    code: str | None = mutate_code(source, get_operator(mutant.operator)(), mutant.occurrence)
+    return code
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout
+
+
+@functools.cache
+def _decisions() -> list[Any]:
+    from resumekit.conformance.fixtures import DecisionCase, load_suite
+
+    return [case for case in load_suite().cases if isinstance(case, DecisionCase)]
+
+
+def _without_annotations(code: str) -> str:
+    """*code*'s syntax tree with every annotation dropped: under ``from __future__ import annotations``
+    a change there cannot change behaviour."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant(None)
+    return ast.dump(tree)
+
+
+def _outcome(code: str) -> str:
+    """'core' or 'strict' (the profile whose cases killed the mutant), 'timeout', 'invalid', or 'survived'."""
+    from resumekit.conformance.adapters import PythonAdapter
+    from resumekit.conformance.results import Outcome
+    from resumekit.conformance.runner import run_decision
+
+    module = types.ModuleType(MODULE)
+    module.__file__ = str(SOURCE)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # a mutant's `is "strict"`
+            exec(compile(code, str(SOURCE), "exec"), module.__dict__)
+    except Exception:
+        return "invalid"  # does not even import: killed by any test
+    adapter = PythonAdapter(module.build_resume_plan, name="mutant")
+    decisions = _decisions()
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
+    try:
+        for profile in ("core", "strict"):
+            for case in decisions:
+                if profile == "core" and case.profile != "core":
+                    continue
+                if run_decision(case, adapter, profile).outcome is not Outcome.PASSED:
+                    return profile
+    except _Timeout:
+        return "timeout"
+    finally:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return "survived"
+
+
+def _run(job: tuple[str, Mutant]) -> tuple[Mutant, str, str]:
+    source, mutant = job
+    code = _mutated_source(source, mutant)
+    if code is None or code == source:
+        return mutant, "unchanged", ""
+    try:
+        stripped = _without_annotations(code)
+    except SyntaxError:
+        return mutant, "unchanged", ""  # not Python at all: an incompetent mutant, not counted
+    if stripped == _without_annotations(source):
+        return mutant, "annotation", _changed_line(source, code)
+    return mutant, _outcome(code), _changed_line(source, code)
+
+
+def _changed_line(source: str, code: str) -> str:
+    for old, new in zip(source.splitlines(), code.splitlines(), strict=False):
+        if old != new:
+            return f"{old.strip()}  =>  {new.strip()}"
+    return ""
+
+
+def equivalent_keys(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
+    """``operator line:column`` -> why the mutant there is equivalent, from the file the session reads."""
+    keys: dict[str, str] = {}
+    if not path.exists():
+        return keys
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, why = line.partition("  # ")
+        keys[key.strip()] = why.strip()
+    return keys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, help="only the first N mutants (a quick look)")
+    parser.add_argument("--jobs", type=int, default=multiprocessing.cpu_count(), help="worker processes")
+    arguments = parser.parse_args(argv)
+    source = SOURCE.read_text(encoding="utf-8")
+    original = _outcome(source)
+    if original != "survived":
+        print(f"the unmutated projection does not pass the decision cases ({original}): nothing to measure")
+        return 2
+    todo = list(mutants(source))[: arguments.limit]
+    print(f"{len(todo)} mutants of {SOURCE.name} (Cosmic Ray core operators), {arguments.jobs} worker(s)")
+    with multiprocessing.get_context("spawn").Pool(arguments.jobs) as pool:
+        results = pool.map(_run, [(source, m) for m in todo], chunksize=4)
+    equivalent = equivalent_keys()
+    annotations = sum(outcome == "annotation" for _, outcome, _ in results)
+    counted = [(m, outcome, line) for m, outcome, line in results if outcome not in ("unchanged", "annotation")]
+    judged = [(m, o, line) for m, o, line in counted if m.key not in equivalent]
+    listed_equivalent = [(m, o, line) for m, o, line in counted if m.key in equivalent]
+    by_core = sum(o in ("core", "timeout", "invalid") for _, o, _ in judged)
+    by_any = by_core + sum(o == "strict" for _, o, _ in judged)
+    survivors = [(m, line) for m, o, line in judged if o == "survived"]
+    total = len(judged)
+    core_score = by_core / total if total else 1.0
+    all_score = by_any / total if total else 1.0
+    print(f"mutants that change only an annotation (equivalent by construction, not counted): {annotations}")
+    print(f"mutants counted: {len(counted)}; judged equivalent ({EQUIVALENT_FILE.name}): {len(listed_equivalent)}")
+    print(f"killed by core cases alone: {by_core}/{total} = {core_score:.1%} (threshold {CORE_THRESHOLD:.0%})")
+    print(f"killed by core and strict cases: {by_any}/{total} = {all_score:.1%} (threshold {ALL_THRESHOLD:.0%})")
+    strict_only = [(m, line) for m, o, line in judged if o == "strict"]
+    for title, rows in (("killed by strict cases only", strict_only), ("SURVIVING", survivors)):
+        if rows:
+            print(f"\n{title} ({len(rows)}):")
+            for mutant, line in rows:
+                print(f"  {mutant.key}  line {mutant.line}: {line}")
+    stale = sorted(set(equivalent) - {m.key for m, _, _ in counted})
+    wrongly = [(m, o) for m, o, _ in listed_equivalent if o != "survived"]
+    for key in stale:
+        print(f"listed as equivalent but no such mutant now: {key}")
+    for mutant, outcome in wrongly:
+        print(f"listed as equivalent but killed ({outcome}): {mutant.key}: take it off the list")
+    if arguments.limit is None and (stale or wrongly):
+        return 1
+    return 0 if core_score >= CORE_THRESHOLD and all_score >= ALL_THRESHOLD else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

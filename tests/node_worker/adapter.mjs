@@ -23,7 +23,7 @@ const HELLO_RESULT = {
     homepage: "https://nodejs.org",
   },
   capabilities: ["p1.worker", "p1.journal"],
-  profiles: ["core"],
+  profiles: ["core", "strict"],
 };
 
 let worker = null; // the current (or last) worker

@@ -68,6 +68,16 @@ WHEN EXISTS (SELECT 1 FROM checkpoints c WHERE ${SAME_ATTEMPT}
   AND (c.phase IN ('result_submitted', 'reconciliation_required')
        OR (NEW.phase <> 'reconciliation_required' AND ${rank("c.phase")} >= ${rank("NEW.phase")})))
 BEGIN SELECT RAISE(ABORT, 'phase not monotonic within the attempt'); END;
+CREATE TABLE IF NOT EXISTS recoveries (
+  seq      INTEGER PRIMARY KEY,
+  task_id  TEXT    NOT NULL,
+  attempt  INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS recoveries_no_update BEFORE UPDATE ON recoveries
+BEGIN SELECT RAISE(ABORT, 'recoveries are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS recoveries_no_delete BEFORE DELETE ON recoveries
+BEGIN SELECT RAISE(ABORT, 'recoveries are append-only'); END;
 `;
 
 export class Journal {
@@ -129,6 +139,17 @@ export class Journal {
     for (const c of ROW_FIELDS) values[c] = fields[c] === undefined ? null : fields[c];
     const info = this.insertStmt.run(values);
     return { seq: Number(info.lastInsertRowid), ...values };
+  }
+
+  // RESUME-6: recoveries of an attempt that began at the same last checkpoint row.
+  recoveriesAt(taskId, attempt, lastSeq) {
+    return this.db
+      .prepare("SELECT COUNT(*) AS n FROM recoveries WHERE task_id = ? AND attempt = ? AND last_seq = ?")
+      .get(taskId, attempt, lastSeq).n;
+  }
+
+  addRecovery(taskId, attempt, lastSeq) {
+    this.db.prepare("INSERT INTO recoveries (task_id, attempt, last_seq) VALUES (?, ?, ?)").run(taskId, attempt, lastSeq);
   }
 
   // CACHE-3: temporary named .<task_id>.<random>.tmp in tasks/, written, fsynced, closed; then

@@ -196,7 +196,11 @@ export class Worker {
     }
     this.attempts = attempts;
     for (const att of attempts.values()) {
-      await this.drive(att, { resumed: true });
+      if (!TERMINAL.has(att.last.phase) && this.superseded(att)) {
+        att.abandoned = true; // SCOPE-7: no row and no governed side effect for it
+        continue;
+      }
+      await this.drive(att, { resumed: true, startup: true });
     }
 
     // WRK-2, WRK-3: claim only when nothing is workable.
@@ -245,10 +249,22 @@ export class Worker {
     return { identity, task, leaseId, lease: null, rows: [], last: null, workspace: null, abandoned: false };
   }
 
+  // SCOPE-7: the journal holds a row of a later attempt of the same task.
+  superseded(att) {
+    for (const other of this.attempts.values()) {
+      if (other.identity.task_id === att.identity.task_id && other.identity.attempt > att.identity.attempt) return true;
+    }
+    return false;
+  }
+
   // A claim answer with a task (CP-7).
   async served(task, lease) {
     const key = identityKey(task);
     const known = this.attempts.get(key);
+    if (known && this.superseded(known)) {
+      if (lease && lease.lease_id) await this.releaseLease(lease.lease_id);
+      return;
+    }
     if (known) {
       // RESUME-4: duplicate delivery of an attempt that has rows.
       if (TERMINAL.has(known.last.phase)) {
@@ -259,15 +275,37 @@ export class Worker {
       await this.drive(known, { resumed: true });
       return;
     }
+    let conflict = null;
+    let later = false;
+    let highestGeneration = 0;
+    for (const other of this.attempts.values()) {
+      const o = other.identity;
+      if (o.task_id === task.task_id && o.attempt === task.attempt) conflict = "identity_conflict"; // SCOPE-6
+      if (o.task_id === task.task_id && o.attempt > task.attempt) later = true;
+      if (o.repository === task.repository && o.target_branch === task.target_branch) {
+        highestGeneration = Math.max(highestGeneration, o.generation);
+      }
+    }
+    if (!conflict && later) {
+      // SCOPE-7: an attempt older than one the journal holds gets no row and no side effect.
+      if (lease && lease.lease_id) await this.releaseLease(lease.lease_id);
+      return;
+    }
+    if (!conflict && highestGeneration > task.generation) conflict = "stale_generation"; // LEASE-6
     const att = this.newAttempt(task, task, lease.lease_id);
     att.lease = lease;
     this.attempts.set(key, att);
     await this.writeRow(att, "claimed", { task: canonicalJson(task) });
+    if (conflict) {
+      await this.reconcile(att, conflict);
+      await this.finishTerminal(att);
+      return;
+    }
     await this.drive(att, { resumed: false });
   }
 
   // Runs an attempt from its last durable row (RESUME-2) until it is terminal or abandoned.
-  async drive(att, { resumed }) {
+  async drive(att, { resumed, startup = false }) {
     try {
       if (TERMINAL.has(att.last.phase)) {
         await this.finishTerminal(att);
@@ -276,6 +314,16 @@ export class Worker {
       if (resumed) {
         this.checkStop();
         await this.renewOrLose(att);
+      }
+      if (startup) {
+        // RESUME-6: a resumption whose renewal answered ACTIVE is recorded first; the sixth one
+        // from the same last row ends the attempt instead.
+        const { task_id, attempt } = att.identity;
+        if (this.journal.recoveriesAt(task_id, attempt, att.last.seq) >= 5) {
+          await this.reconcile(att, "recovery_cap");
+        } else {
+          this.journal.addRecovery(task_id, attempt, att.last.seq);
+        }
       }
       for (;;) {
         const phase = att.last.phase;
@@ -449,6 +497,12 @@ export class Worker {
         return;
       }
       await this.renewOrLose(att); // COMMIT-2: right after a successful renewal
+      // COMMIT-6 (strict): the branch has exactly one ACTIVE lease, the attempt's own.
+      const active = (await this.branchLeases(att)).filter((l) => l.state === "ACTIVE");
+      if (active.length !== 1 || active[0].lease_id !== att.leaseId) {
+        await this.reconcile(att, "lease_conflict");
+        return;
+      }
       let pushed = false;
       try {
         await git(["push", "--quiet", "--no-verify", att.task.origin_url, `${commit}:refs/heads/${att.identity.target_branch}`], { cwd: dir, timeoutMs: 30000 });
@@ -494,16 +548,25 @@ export class Worker {
     if (receipt.commit_oid !== commit) return this.reconcile(att, "receipt_conflict");
     if (receipt.visibility !== "confirmed") return this.reconcile(att, "receipt_not_visible");
 
-    const { repository, target_branch } = att.identity;
-    const leases = await this.requestRetrying(
-      "GET", `v1/leases?repository=${encodeURIComponent(repository)}&target_branch=${encodeURIComponent(target_branch)}`,
-    );
-    if (leases.status !== 200 || !leases.body || !Array.isArray(leases.body.leases)) {
+    // COMMIT-4 (2), read as COMMIT-6 (strict) reads it: exactly one ACTIVE lease on the branch,
+    // the attempt's own, with current_head_oid C.
+    const active = (await this.branchLeases(att)).filter((l) => l.state === "ACTIVE");
+    if (active.length !== 1 || active[0].lease_id !== att.leaseId || active[0].current_head_oid !== commit) {
       return this.reconcile(att, "lease_not_converged");
     }
-    const holding = leases.body.leases.filter((l) => l.state === "ACTIVE" && l.current_head_oid === commit);
-    if (holding.length !== 1 || holding[0].lease_id !== att.leaseId) return this.reconcile(att, "lease_not_converged");
     await this.writePending(att);
+  }
+
+  // CP-15: every lease of the attempt's branch; null members are never ACTIVE.
+  async branchLeases(att) {
+    const { repository, target_branch } = att.identity;
+    const answer = await this.requestRetrying(
+      "GET", `v1/leases?repository=${encodeURIComponent(repository)}&target_branch=${encodeURIComponent(target_branch)}`,
+    );
+    if (answer.status !== 200 || !answer.body || !Array.isArray(answer.body.leases)) {
+      throw new Error(`GET v1/leases answered ${answer.status}`);
+    }
+    return answer.body.leases;
   }
 
   // --- result submission (KEY-1 to KEY-3, SUB-1 to SUB-7) ---------------------------------------

@@ -1,0 +1,62 @@
+"""A second P1 worker, in JavaScript, written from the documents alone, is certified for core."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import NODE, ROOT
+
+WORKER = ROOT / "tests" / "node_worker"
+
+pytestmark = [
+    pytest.mark.skipif(NODE is None, reason="node is not installed on this machine"),
+    pytest.mark.skipif(
+        not (WORKER / "node_modules").is_dir(),
+        reason="the Node worker's dependencies are not installed (run `npm ci --prefix tests/node_worker`)",
+    ),
+]
+
+# The whole core run takes about four minutes; the guard only stops a hung run.
+TIMEOUT_S = 1200
+
+
+def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
+    report = tmp_path / "node-p1.json"
+    adapter = f'"{NODE}" tests/node_worker/adapter.mjs' if " " in str(NODE) else f"{NODE} tests/node_worker/adapter.mjs"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "resumekit.conformance",
+            "run",
+            "-q",
+            "--adapter",
+            adapter,
+            "--kind",
+            "p1",
+            "--profile",
+            "core",
+            "--report-json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-20000:]
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert document["implementation"]["language"] == "javascript"
+    assert "p1.worker" in document["implementation"]["capabilities"]
+    summary = document["summary"]
+    assert summary["passed"] > 0
+    assert summary["failed"] == 0 and summary["errored"] == 0 and summary["skipped"] == 0, summary
+    gates = document["gates"]
+    assert gates, "the report has no gate table"
+    not_passed = {gate["gate"]: gate["verdict"] for gate in gates if gate["verdict"] != "passed"}
+    assert not not_passed, not_passed

@@ -41,6 +41,8 @@ def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
             "p1",
             "--profile",
             "core",
+            "--jobs",
+            "2",
             "--report-json",
             str(report),
         ],
@@ -49,12 +51,13 @@ def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
         cwd=ROOT,
         timeout=TIMEOUT_S,
     )
-    assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-20000:]
+    # --kind p1 narrows the run to P1, so a pass is a subset run's (exit 3), not a certification.
+    assert done.returncode == 3, done.stdout[-20000:] + done.stderr[-20000:]
     document = json.loads(report.read_text(encoding="utf-8"))
     assert document["implementation"]["language"] == "javascript"
     assert "p1.worker" in document["implementation"]["capabilities"]
     summary = document["summary"]
-    assert summary["passed"] > 0
+    assert summary["passed"] >= 90
     assert summary["failed"] == 0 and summary["errored"] == 0 and summary["skipped"] == 0, summary
     gates = document["gates"]
     assert gates, "the report has no gate table"

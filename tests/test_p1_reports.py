@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from resumekit.conformance import report, schemas
-from resumekit.conformance.p1.gates import GATES, gate_table
+from resumekit.conformance.p1.gates import ALWAYS_CHECKED, GATES, gate_table
 from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run
 
 GATES_OF = {
@@ -93,3 +93,13 @@ def test_a_failed_expectation_counts_against_every_gate_its_scenario_names() -> 
     errored = CaseResult(case_id="s", kind="p1", outcome=Outcome.ERRORED, message="hung")
     rows = {row.gate: row for row in gate_table(gates_of, [errored], profile="core")}
     assert rows["WORKSPACE_CLEANUP_RECOVERY"].verdict == rows["LEASE_RENEWAL_RECOVERY"].verdict == "failed"
+
+
+def test_the_certifying_guide_lists_every_clause_the_kit_checks_on_every_scenario() -> None:
+    from tests.support import ROOT
+
+    text = (ROOT / "docs" / "certifying.md").read_text(encoding="utf-8")
+    start = text.index("Every scenario is checked for these clauses")
+    paragraph = text[start : text.index("that is:", start)]
+    listed = {word.strip(",.") for word in paragraph.split() if "-" in word and word[0].isupper()}
+    assert listed == set(ALWAYS_CHECKED)

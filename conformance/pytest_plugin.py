@@ -1,26 +1,17 @@
 """Golden fixtures as pytest items, so an implementer can certify a runtime inside their own pytest run.
 
 Inert until asked: nothing is collected unless ``--resumekit`` (or ``--resumekit-adapter``) is given.
-Each case becomes an item whose name is the fixture id and whose failure points at its YAML line.
+Each case becomes an item whose name is the fixture id and whose failure points at its YAML line. This
+entry module only declares the options: the machinery (the runner, the schemas, YAML) is imported when
+a run asks for it, so the plugin costs every other pytest run next to nothing.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from resumekit.conformance import report
-from resumekit.conformance._resources import golden_dir
-from resumekit.conformance.adapters import Adapter, AdapterStartError, ProcessAdapter, open_adapter, process_factory
-from resumekit.conformance.fixtures import Case, DecisionCase, FixtureError, load_file
-from resumekit.conformance.results import CaseResult, Outcome
-from resumekit.conformance.runner import missing_claims, run_decision
-
-_STATE = pytest.StashKey["_State"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,138 +33,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--resumekit-kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
 
 
-class _State:
-    """The session's adapter, opened at the first golden item and closed at the end."""
-
-    def __init__(self, spec: str, profile: str, timeout: float, seed: int, kills: int) -> None:
-        self.spec, self.profile, self.timeout, self.seed, self.kills = spec, profile, timeout, seed, kills
-        self.adapter: Adapter | None = None
-        self.start_error: str | None = None
-        self.runners: dict[str, Any] = {}
-
-    def connect(self) -> Adapter | None:
-        """The adapter, or None when it cannot start (``start_error`` then says why)."""
-        if self.start_error is not None:
-            return None
-        if self.adapter is None:
-            try:
-                self.adapter = open_adapter(self.spec, timeout=self.timeout)
-            except AdapterStartError as error:
-                self.start_error = f"resumekit cannot start {self.spec!r}: {error}"
-                return None
-            if isinstance(self.adapter, ProcessAdapter):
-                from resumekit.conformance.phase0 import crash
-
-                factory = process_factory(self.spec, timeout=self.timeout, budget=self.adapter.budget)
-                self.runners = crash.runners(
-                    factory, profile=self.profile, seed=self.seed, kills=self.kills, adapter_spec=self.spec
-                )
-        return self.adapter
-
-
 def _active(config: pytest.Config) -> bool:
     return bool(config.getoption("resumekit") or config.getoption("resumekit_adapter"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not _active(config):
-        return
-    spec = config.getoption("resumekit_adapter") or "python:reference:build_resume_plan"
-    seed = config.getoption("resumekit_seed")
-    config.stash[_STATE] = _State(
-        spec,
-        config.getoption("resumekit_profile"),
-        config.getoption("resumekit_timeout"),
-        seed if seed is not None else random.SystemRandom().randrange(2**32),
-        config.getoption("resumekit_kills"),
-    )
-    root = str(golden_dir())
-    if not any(Path(arg.split("::")[0]).resolve().is_relative_to(golden_dir().resolve()) for arg in config.args if arg):
-        config.args.append(root)
+    if _active(config):
+        from resumekit.conformance import _pytest_golden
+
+        _pytest_golden.configure(config)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    state = config.stash.get(_STATE, None)
-    if state is None:
+    if not _active(config):
         return None
-    return f"resumekit: adapter {state.spec!r}, profile {state.profile}, crash schedule seed {state.seed}"
+    from resumekit.conformance import _pytest_golden
+
+    return _pytest_golden.report_header(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
-    if state is not None and state.adapter is not None:
-        state.adapter.close()
+    if _active(config):
+        from resumekit.conformance import _pytest_golden
+
+        _pytest_golden.unconfigure(config)
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> GoldenFile | None:
-    if not _active(parent.config) or file_path.suffix not in (".yaml", ".yml"):
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
+    if not _active(parent.config):
         return None
-    if not file_path.resolve().is_relative_to(golden_dir().resolve()):
-        return None
-    collected: GoldenFile = GoldenFile.from_parent(parent, path=file_path)
-    return collected
+    from resumekit.conformance import _pytest_golden
 
-
-class GoldenFile(pytest.File):
-    """One fixture file; a broken one is a collection error naming its line, case and pointer."""
-
-    def collect(self) -> Iterator[GoldenItem]:
-        try:
-            cases = load_file(self.path, golden_dir())
-        except FixtureError as error:
-            raise self.CollectError(f"invalid resumekit fixture: {error}") from None
-        state: _State = self.config.stash[_STATE]
-        for case in cases:
-            if case.runs_in(state.profile):
-                yield GoldenItem.from_parent(self, name=case.id, case=case)
-
-
-class GoldenFailure(Exception):
-    """A golden case that did not pass, carrying its verdict."""
-
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__(result.case_id)
-        self.result = result
-
-
-class GoldenItem(pytest.Item):
-    """One golden case, run against the configured implementation."""
-
-    def __init__(self, *, case: Case, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.case = case
-        for clause in case.clauses:
-            self.user_properties.append(("clause", clause))
-
-    def runtest(self) -> None:
-        state: _State = self.config.stash[_STATE]
-        adapter = state.connect()
-        if adapter is None:
-            raise GoldenFailure(
-                CaseResult(self.case.id, self.case.kind, Outcome.ERRORED, self.case.clauses, message=state.start_error)
-            )
-        info = adapter.implementation
-        reason = missing_claims(self.case, info.capabilities, info.profiles)
-        if reason is None and self.case.kind != "decision" and self.case.kind not in state.runners:
-            reason = f"{self.case.kind!r} cases need a process adapter (--resumekit-adapter reference)"
-        if reason is not None:
-            pytest.skip(f"not claimed: {reason}")
-        if isinstance(self.case, DecisionCase):
-            result = run_decision(self.case, adapter, state.profile)
-        else:
-            result = state.runners[self.case.kind](self.case)
-        if result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED):
-            pytest.skip(f"{result.outcome.value}: {result.message}")
-        if result.outcome is not Outcome.PASSED:
-            raise GoldenFailure(result)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, GoldenFailure):
-            result = excinfo.value.result
-            where = f"{self.path}:{self.case.source.line}" if self.case.source.line else str(self.path)
-            return f"{where}: golden case {self.case.id!r}: {self.case.description}\n{report.format_result(result)}"
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        line = self.case.source.line - 1 if self.case.source.line else None
-        return self.path, line, f"golden: {self.case.id}"
+    return _pytest_golden.collect_file(file_path, parent)

@@ -20,7 +20,7 @@ def _run(name: str, profile: str = "strict") -> dict[str, tuple[Outcome, tuple[s
 
 
 def test_the_reference_passes_every_decision_case_in_both_profiles() -> None:
-    adapter = load_python("reference:build_resume_plan")
+    adapter = load_python("resumekit.reference:build_resume_plan")
     for profile in ("core", "strict"):
         cases = load_suite().select(profile, kinds=["decision"])
         finished = run(cases, adapter, profile=profile)
@@ -118,7 +118,7 @@ def test_a_core_rule_broken_in_a_strict_situation_is_caught_by_core(name: str) -
 
 
 def test_a_core_run_compares_with_the_core_expectation_and_says_so() -> None:
-    adapter = load_python("reference:build_resume_plan")
+    adapter = load_python("resumekit.reference:build_resume_plan")
     cases = load_suite().select("core", only=["duplicate-call-dangling-keeps-first-args"])
     [core] = run(cases, adapter, profile="core").results
     [strict] = run(cases, adapter, profile="strict").results

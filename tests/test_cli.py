@@ -21,7 +21,7 @@ from resumekit.conformance.cli import (
     main,
 )
 
-REFERENCE = "python:reference:build_resume_plan"
+REFERENCE = "python:resumekit.reference:build_resume_plan"
 BROKEN = "python:tests.broken.decisions:error_counts_as_success"
 
 

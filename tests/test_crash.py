@@ -134,7 +134,8 @@ def test_a_failed_schedule_prints_its_seed_and_replay_command(tmp_path: Path) ->
 
 
 def test_unclaimed_capabilities_are_reported_as_not_claimed(tmp_path: Path) -> None:
-    code, document, output = resumekit(tmp_path, "--adapter", "python:reference:build_resume_plan", "--only", "crash-*")
+    in_process = "python:resumekit.reference:build_resume_plan"
+    code, document, output = resumekit(tmp_path, "--adapter", in_process, "--only", "crash-*")
     assert code == 1, output
     assert document["summary"] == {"passed": 0, "failed": 0, "errored": 0, "skipped": 0, "not_claimed": 12}
     assert document["certified"] is False

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = "python:reference:build_resume_plan"
+REFERENCE = "python:resumekit.reference:build_resume_plan"
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from resumekit.conformance.cli import (
 from resumekit.conformance.expectations import EXPECTATIONS
 from tests.support import ROOT
 
-REFERENCE = "python:reference:build_resume_plan"
+REFERENCE = "python:resumekit.reference:build_resume_plan"
 BROKEN = "python:tests.broken.decisions:error_counts_as_success"
 CORE_ONLY = "python:tests.core_only:core_only"
 

@@ -592,6 +592,24 @@ def _check_p1_templates(file: _File, data: Mapping[str, Any]) -> None:
             raise file.error(f"is not a valid task: {violation.message}", f"/tasks/{name}{violation.pointer}")
 
 
+def _check_commit_names(
+    file: _File, data: Mapping[str, Any], reissue: Mapping[str, Any], at: str, case_id: str
+) -> None:
+    """A re-issue may name the kit's commits as @base or @later; @later needs the repository's later files."""
+    changes = reissue.get("changes", {})
+    repository = changes.get("repository", data["tasks"][reissue["task"]]["repository"])
+    if repository not in data["repositories"]:
+        raise file.error(f"names repository {repository!r}, which is not defined", f"{at}/changes/repository", case_id)
+    for key, value in changes.items():
+        if not (isinstance(value, str) and value.startswith("@")):
+            continue
+        if value not in ("@base", "@later"):
+            raise file.error(f"{value!r} is not a commit the kit makes (@base, @later)", f"{at}/changes/{key}", case_id)
+        if value == "@later" and "later" not in data["repositories"][repository]:
+            message = f"'@later' needs 'later' files in repository {repository!r}"
+            raise file.error(message, f"{at}/changes/{key}", case_id)
+
+
 def _check_faults(file: _File, faults: Sequence[tuple[str, Mapping[str, Any]]], case_id: str) -> None:
     from resumekit.conformance.p1.faults import FaultError, fault_from_mapping
 
@@ -616,6 +634,9 @@ def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 if key in step:
                     named.append((f"{at}/steps/{i}/{key}/task", step[key]["task"]))
         _check_task_names(file, data, raw["id"], named)
+        for i, step in enumerate(raw["steps"]):
+            if "reissue" in step:
+                _check_commit_names(file, data, step["reissue"], f"{at}/steps/{i}/reissue", raw["id"])
         faults = [(f"{at}/faults/{i}", fault) for i, fault in enumerate(raw.get("faults", ()))]
         faults += [(f"{at}/steps/{i}/fault", step["fault"]) for i, step in enumerate(raw["steps"]) if "fault" in step]
         _check_faults(file, faults, raw["id"])

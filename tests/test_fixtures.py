@@ -273,6 +273,11 @@ def test_a_loader_collecting_problems_reads_on_past_the_first(write_fixture: Wri
             "/tasks/capture/execution_digest",
         ),
         ("p1/scenarios/scope.yaml", ("issue: [capture]", "issue: [capture-typo]"), "names task 'capture-typo'"),
+        (
+            "p1/scenarios/scope.yaml",
+            ('changes: {base_oid: "@later"}', 'changes: {base_oid: "@earlier"}'),
+            "is not a commit the kit makes",
+        ),
     ],
 )
 def test_a_broken_p1_scenario_file_is_refused_with_its_line_and_pointer(

@@ -403,7 +403,13 @@ def _world(case: ScenarioCase) -> Iterator[_World]:
             (decoy / name).write_text(text, encoding="utf-8")
         origins = {}
         for index, (repository, spec) in enumerate(sorted(case.repositories.items())):
-            origins[repository] = create_origin(root / f"origin-{index}", spec["files"], branch=spec["branch"])
+            origins[repository] = create_origin(
+                root / f"origin-{index}",
+                spec["files"],
+                branch=spec["branch"],
+                branches=spec.get("branches", ()),
+                later=spec.get("later"),
+            )
         yield _World(root, workspace_root, state_dir, decoy, origins)
     finally:
         _files.remove(root)
@@ -505,7 +511,9 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
             control.issue(world.tasks[argument])
             world.changed_at = len(control.log())
         elif verb == "reissue":
-            control.reissue(case.tasks[argument["task"]]["task_id"], **argument.get("changes", {}))
+            template = case.tasks[argument["task"]]
+            changes = _resolve(argument.get("changes", {}), world.origins, template["repository"])
+            control.reissue(template["task_id"], **changes)
             world.changed_at = len(control.log())
         elif verb == "fault":
             _script(control, world, argument)
@@ -529,10 +537,7 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
         rows=rows,
         snapshots=tuple(world.snapshots),
         **_control_evidence(control, world),
-        expected={
-            task["task_id"]: evidence.expected_result(task, world.origins[task["repository"]])
-            for task in world.tasks.values()
-        },
+        expected=_expected(control, world),
         caches={task_id: evidence.read_cache(world.state_dir, task_id) for task_id in {r["task_id"] for r in rows}},
         idle=last_wait == "idle",
         settings=worker.settings if worker.claims_journal else None,
@@ -546,10 +551,33 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
     return result_for(case, Outcome.PASSED, fault_model=model)
 
 
+def _resolve(changes: Mapping[str, Any], origins: Mapping[str, Origin], repository: str) -> dict[str, Any]:
+    """A re-issue's changes with the names of the kit's commits (``@base``, ``@later``) made object names."""
+    origin = origins[changes.get("repository", repository)]
+    named = {"@base": origin.base_oid, "@later": origin.later_oid}
+    resolved = {}
+    for key, value in changes.items():
+        if isinstance(value, str) and value.startswith("@"):
+            if named.get(value) is None:
+                raise ValueError(f"{value!r} names no commit of {origin.path.name}; give the repository 'later' files")
+            value = named[value]
+        resolved[key] = value
+    return resolved
+
+
 def _script(control: ControlPlane, world: _World, fault: Mapping[str, Any]) -> None:
     if fault.get("fault") == "KillPoint":
         world.kill_armed.add(str(fault["name"]))
     control.script(fault_from_mapping(fault))
+
+
+def _expected(control: ControlPlane, world: _World) -> dict[str, dict[str, Any]]:
+    """The result body the kit computes for each task's current attempt, from the task and its origin."""
+    expected = {}
+    for issued in world.tasks.values():
+        task = control.task(issued["task_id"])["task"]
+        expected[task["task_id"]] = evidence.expected_result(task, world.origins[task["repository"]])
+    return expected
 
 
 def _latest_task_rows(world: _World) -> list[evidence.Row]:

@@ -70,6 +70,7 @@ class Origin:
     path: Path
     branch: str
     base_oid: str
+    later_oid: str | None = None  # a second commit above the base, on the branch "later", when asked for
 
     @property
     def url(self) -> str:
@@ -126,8 +127,20 @@ def _hook_script(python: str, mode: str) -> str:
     return f'#!/bin/sh\nexec "{exe}" "$GIT_DIR/hooks/resumekit_pre_receive.py" {mode}\n'
 
 
-def create_origin(root: Path, files: Mapping[str, str], *, branch: str = "main", message: str = "base") -> Origin:
-    """A bare repository under *root* with one base commit holding *files* on *branch*, its hook installed."""
+def create_origin(
+    root: Path,
+    files: Mapping[str, str],
+    *,
+    branch: str = "main",
+    message: str = "base",
+    branches: Sequence[str] = (),
+    later: Mapping[str, str] | None = None,
+) -> Origin:
+    """A bare repository under *root* with one base commit holding *files* on *branch*, its hook installed.
+
+    *branches* are further branches at the base commit; *later* the files a second commit, above the
+    base on the branch ``later``, writes: other source states a scenario can issue an attempt against.
+    """
     bare = root / "origin.git"
     seed = root / "origin-seed"
     bare.mkdir(parents=True)
@@ -142,6 +155,18 @@ def create_origin(root: Path, files: Mapping[str, str], *, branch: str = "main",
     git(["commit", "--quiet", "--no-gpg-sign", "-m", message], cwd=seed, env=_KIT_IDENTITY)
     git(["push", "--quiet", str(bare), f"HEAD:refs/heads/{branch}"], cwd=seed)
     base = git(["rev-parse", "HEAD"], cwd=seed).strip()
+    for name in branches:
+        git(["push", "--quiet", str(bare), f"HEAD:refs/heads/{name}"], cwd=seed)
+    later_oid = None
+    if later is not None:
+        for name, text in later.items():
+            target = seed / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(text.encode("utf-8"))
+        git(["add", "--all"], cwd=seed)
+        git(["commit", "--quiet", "--no-gpg-sign", "-m", "later"], cwd=seed, env=_KIT_IDENTITY)
+        git(["push", "--quiet", str(bare), "HEAD:refs/heads/later"], cwd=seed)
+        later_oid = git(["rev-parse", "HEAD"], cwd=seed).strip()
     shutil.rmtree(seed, ignore_errors=True)
     hooks = bare / "hooks"
     hooks.mkdir(exist_ok=True)
@@ -150,6 +175,6 @@ def create_origin(root: Path, files: Mapping[str, str], *, branch: str = "main",
         hook = hooks / mode
         hook.write_text(_hook_script(sys.executable, mode), encoding="utf-8", newline="\n")
         hook.chmod(0o755)
-    origin = Origin(path=bare, branch=branch, base_oid=base)
+    origin = Origin(path=bare, branch=branch, base_oid=base, later_oid=later_oid)
     origin.govern({})
     return origin

@@ -259,7 +259,8 @@ def main(argv: list[str]) -> int:
         return 2
     worker_class, _ = BUGS[argv[1]]
     sys.stdout.reconfigure(encoding="utf-8", newline="\n")  # type: ignore[union-attr]
-    setattr(adapter, "Worker", worker_class)  # noqa: B010 - the adapter's _RunningWorker builds this class
+    # The adapter imports the worker class when it starts a worker, from the worker module: replace it there.
+    setattr(reference, "Worker", worker_class)  # noqa: B010
     return adapter.serve(sys.stdin, sys.stdout)
 
 

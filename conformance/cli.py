@@ -336,7 +336,6 @@ NOT_YET_COVERED = {
     "KEY-3": "the reference's own key formula: other workers may use any key with the properties of KEY-1",
     "SCOPE-6": "needs one attempt served with two identities, which CP-5 forbids; a kit fault for it comes later",
     "SCOPE-7": "needs a superseded attempt delivered again; it comes with the P1 attack matrix",
-    "SUB-6": "needs a scripted 4xx answer to a submission; it comes with the HTTP matrix of the P1 attack work",
     "WRK-5": "needs a tool process that outlives a killed worker; it comes with the process-tree work",
 }
 

@@ -545,3 +545,13 @@ def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
               "result_hash": result_hash(env.capture()), "result": env.capture(), "more": 1}
     assert env.call("POST", "v1/tasks/t-1/result", result, headers={"Idempotency-Key": KEY})[0] == 400
     assert env.cp.leases(REPO, "main")[0]["state"] == "ACTIVE"
+
+
+def test_a_scripted_rejection_is_a_4xx_with_its_error_code_and_never_an_effect() -> None:
+    from resumekit.conformance.p1.faults import Answer, FaultError, fault_from_mapping
+
+    assert fault_from_mapping({"fault": "Answer", "on": "result", "status": 422}).status == 422
+    with pytest.raises(FaultError, match="cannot have an effect"):
+        Answer(on="result", status=400, effect=True)
+    with pytest.raises(FaultError, match="5xx status or one of"):
+        Answer(on="result", status=418)

@@ -515,6 +515,18 @@ def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, 
                         "accepted pushes of the governed commit",
                     )
                 )
+        if "submissions" in outcome:
+            sent = [s for s in ev.submissions if s["task_id"] == task_id]
+            if len(sent) != outcome["submissions"]:
+                found.append(
+                    _m(
+                        "SUB-6",
+                        f"{where}/submissions",
+                        outcome["submissions"],
+                        len(sent),
+                        "submissions that reached the control plane",
+                    )
+                )
         if "reused" in outcome:
             reused = any(row["reused_from"] is not None for row in final)
             if reused != outcome["reused"]:

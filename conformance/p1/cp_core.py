@@ -659,7 +659,7 @@ def _missing(state: State, endpoint: str, params: tuple[str, ...]) -> str | None
 def _transport(state: State, fault: F.Fault, done: Outcome | None) -> Outcome:
     if isinstance(fault, F.Answer):
         words = "scripted: " + ("effect applied" if done else "no effect")
-        status, error = _error(state, fault.status, "unavailable", words)
+        status, error = _error(state, fault.status, F.REJECTIONS.get(fault.status, "unavailable"), words)
         outcome = Outcome(status, error, [])
     elif isinstance(fault, F.Drop):
         outcome = Outcome(0, None, [], transport="drop")

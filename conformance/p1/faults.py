@@ -58,9 +58,14 @@ def _nth(nth: int) -> None:
         raise FaultError(f"nth must be an integer >= 1, not {nth!r}")
 
 
+# The 4xx a scripted Answer may give, with the error code CP-2 names for each; 5xx is ``unavailable``.
+REJECTIONS = {400: "bad_request", 404: "not_found", 422: "idempotency_key_reused"}
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """Answer the nth matching request with a 5xx ``unavailable``, with or without its effect."""
+    """Answer the nth matching request with a 5xx ``unavailable``, with or without its effect, or with a
+    4xx rejection of CP-2 (400, 404, 422), which never has an effect."""
 
     on: str
     status: int = 503
@@ -71,8 +76,12 @@ class Answer:
     def __post_init__(self) -> None:
         _endpoint(self.on)
         _nth(self.nth)
-        if isinstance(self.status, bool) or not isinstance(self.status, int) or not 500 <= self.status <= 599:
-            raise FaultError(f"Answer.status must be a 5xx status, not {self.status!r}")
+        if isinstance(self.status, bool) or not isinstance(self.status, int):
+            raise FaultError(f"Answer.status must be an HTTP status, not {self.status!r}")
+        if not (500 <= self.status <= 599 or self.status in REJECTIONS):
+            raise FaultError(f"Answer.status must be a 5xx status or one of {sorted(REJECTIONS)}, not {self.status}")
+        if self.status in REJECTIONS and self.effect:
+            raise FaultError(f"Answer.status {self.status} is a rejection: it cannot have an effect")
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,3 +62,12 @@ def test_the_installed_wheel_finds_its_data_away_from_the_checkout(wheel: Path, 
     )
     assert listing.returncode == 0, listing.stderr
     assert "DEC-1" in listing.stdout
+
+
+def test_the_wheel_declares_its_licence_and_carries_the_text(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    [metadata] = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+    text = archive.read(metadata).decode("utf-8")
+    assert "License-Expression: MIT" in text
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in archive.namelist())
+    assert all(name.startswith(("resumekit/", "resumekit-")) for name in archive.namelist())

@@ -32,9 +32,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Certify the bundled reference runtime with the CLI, over the adapter protocol, two cases at a time."""
+    """Certify the bundled reference runtime with the CLI, over the adapter protocol, four cases at a time (they mostly wait)."""
     session.install(".")
-    session.run("resumekit", "run", "--adapter", "reference", "--jobs", "2", *session.posargs)
+    session.run("resumekit", "run", "--adapter", "reference", "--jobs", "4", *session.posargs)
 
 
 @nox.session

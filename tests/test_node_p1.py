@@ -42,7 +42,7 @@ def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
             "--profile",
             "core",
             "--jobs",
-            "2",
+            "4",
             "--report-json",
             str(report),
         ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,21 @@ def test_a_damaged_cache_is_rebuilt_from_the_journal(tmp_path: Path, damage: str
     assert rebuild(tmp_path, rows) == ["t-1"]
     assert path.read_bytes() == good
     assert rebuild(tmp_path, rows) == []
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="Windows only: a reader holding the cache blocks its replace")
+def test_a_replace_blocked_by_a_reader_is_retried_until_the_reader_lets_go(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    rows = _rows(tmp_path)
+    write_cache(tmp_path, rows[0])
+    holder = cache_path(tmp_path, "t-1").open("rb")  # CPython opens without FILE_SHARE_DELETE
+
+    def let_go() -> None:
+        time.sleep(0.3)
+        holder.close()
+
+    threading.Thread(target=let_go).start()
+    write_cache(tmp_path, rows[1])
+    assert json.loads(cache_path(tmp_path, "t-1").read_text(encoding="utf-8"))["seq"] == rows[1].seq

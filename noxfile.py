@@ -32,7 +32,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Certify the bundled reference runtime with the CLI, over the adapter protocol, four cases at a time (they mostly wait)."""
+    """Certify the bundled reference with the CLI, over the adapter protocol, four cases at a time."""
     session.install(".")
     session.run("resumekit", "run", "--adapter", "reference", "--jobs", "4", *session.posargs)
 

@@ -20,7 +20,7 @@ from typing import IO, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from resumekit.conformance import __version__, _process, doctor, expectations, report, schemas, shards
+from resumekit.conformance import __version__, _process, diff, doctor, expectations, report, schemas, shards
 from resumekit.conformance._resources import golden_dir, spec_dir
 from resumekit.conformance.adapters import (
     DEFAULT_TIMEOUT,
@@ -256,6 +256,18 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "files", nargs="*", type=Path, help="fixture files (default: every file of the golden directory)"
     )
+
+    compare = _command(
+        commands,
+        "diff",
+        "compare two JSON run reports: cases that changed verdict, new and removed cases, a changed kit or golden set",
+        "  resumekit diff yesterday.json today.json",
+        f"exit codes:\n  {EXIT_CERTIFIED}    no regression\n"
+        f"  {EXIT_NOT_CERTIFIED}    a regression: a case passed before and does not now, or a certification lost\n"
+        f"  {EXIT_USAGE}    a report cannot be read or is not a run report",
+    )
+    compare.add_argument("before", type=Path, help="the earlier run's --report-json")
+    compare.add_argument("after", type=Path, help="the later run's --report-json")
 
     merge = _command(
         commands,
@@ -698,6 +710,24 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     return _exit_code(finished)
 
 
+def cmd_diff(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    documents = []
+    for path in (arguments.before, arguments.after):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            stderr.write(f"resumekit: cannot read the report {path}: {error}\n")
+            return EXIT_USAGE
+        violation = schemas.first_violation(schemas.RUN_REPORT, document)
+        if violation is not None:
+            stderr.write(f"resumekit: {path} is not a run report: it breaks its schema {violation}\n")
+            return EXIT_USAGE
+        documents.append(document)
+    found = diff.compare(documents[0], documents[1])
+    stdout.write(diff.format_diff(found, str(arguments.before), str(arguments.after)))
+    return EXIT_NOT_CERTIFIED if found.regressed else EXIT_CERTIFIED
+
+
 def cmd_merge(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     named = []
     for path in arguments.reports:
@@ -811,4 +841,5 @@ COMMANDS = {
     "validate": cmd_validate,
     "doctor": cmd_doctor,
     "merge": cmd_merge,
+    "diff": cmd_diff,
 }

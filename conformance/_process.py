@@ -410,27 +410,20 @@ class LineProcess:
         try:
             if sys.platform == "win32":
                 job = _Job()
-                self._popen = subprocess.Popen(
-                    self.argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env=env,
-                )
+            self._popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                # POSIX: its own session and process group, whose id is its pid. Windows: the job below.
+                start_new_session=sys.platform != "win32",
+            )
+            if job is not None:
                 # A child started in the instant before this line escapes the job: documented.
                 with contextlib.suppress(OSError):
-                    job.add(int(self._popen._handle))  # type: ignore[attr-defined]
-            else:
-                self._popen = subprocess.Popen(
-                    self.argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env=env,
-                    start_new_session=True,  # its own session and process group, whose id is its pid
-                )
+                    job.add(int(self._popen._handle))  # type: ignore[attr-defined,unused-ignore]
         except (OSError, ValueError) as error:
             if job is not None:
                 job.close()

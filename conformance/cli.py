@@ -30,7 +30,6 @@ from resumekit.conformance.adapters import (
     process_factory,
 )
 from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
-from resumekit.conformance.p1 import harness
 from resumekit.conformance.phase0 import crash
 from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Outcome, Run, Selection, Shard, Source
 from resumekit.conformance.runner import run as run_cases
@@ -626,6 +625,9 @@ def _runners(
     runners: dict[str, Any] = crash.runners(
         factory, profile=profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter, on_kill=on_kill
     )
+    # The P1 harness brings the control plane, an HTTP server and SQLite: only `run` loads it.
+    from resumekit.conformance.p1 import harness
+
     runners["p1"] = harness.runner(factory, profile=profile)
     return runners
 

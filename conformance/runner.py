@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from resumekit.conformance import __version__, _process, schemas
-from resumekit.conformance.adapters import Adapter, Reply
+from resumekit.conformance.adapters import Adapter, AdapterStartError, Reply
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, DecisionCase, ScenarioCase
 from resumekit.conformance.p1.gates import gate_table
@@ -56,6 +56,17 @@ def result_for(case: Case, outcome: Outcome, **fields: Any) -> CaseResult:
         profile=case.profile,
         source=case.source,
         gates=case.gates if isinstance(case, ScenarioCase) else (),
+        **fields,
+    )
+
+
+def start_failed(case: Case, error: AdapterStartError, **fields: Any) -> CaseResult:
+    """The result of a case whose implementation process could not be started."""
+    return result_for(
+        case,
+        Outcome.ERRORED,
+        message=f"cannot start the implementation: {error.message}",
+        stderr_tail=error.stderr_tail or None,
         **fields,
     )
 

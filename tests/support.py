@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,24 @@ def python_command(*args: str) -> str:
 
 
 NODE = shutil.which("node")
+
+GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
+
+
+def run_resumekit(report: Path, *args: str, guard: float = GUARD) -> tuple[int, dict[str, Any], str]:
+    """``resumekit run -q`` in a subprocess from the repository root: exit code, JSON report, output.
+
+    The timeout turns a runner that hangs on a misbehaving adapter into a failed test, not a hung suite.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--report-json", str(report), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=guard,
+    )
+    document = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+    return done.returncode, document, done.stdout + done.stderr
 
 
 def minimal_event(**fields: Any) -> dict[str, Any]:

@@ -8,10 +8,7 @@ fixture, so the whole module takes about as long as four or five of them in a ro
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +18,7 @@ import pytest
 
 from resumekit.conformance.p1.gates import GATES
 from tests.broken.workers import BUGS
-from tests.support import ROOT, python_command
+from tests.support import python_command, run_resumekit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -122,16 +119,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 def _run(bug: str, report: Path) -> tuple[int, dict[str, Any], str]:
     selection = [arg for scenario in SELECTION for arg in ("--only", scenario)]
     adapter = python_command("-m", "tests.broken.workers", bug)
-    done = subprocess.run(
-        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--kind", "p1", "--adapter", adapter,
-         "--report-json", str(report), *selection],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=GUARD,
-    )
-    document = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
-    return done.returncode, document, done.stdout + done.stderr
+    return run_resumekit(report, "--kind", "p1", "--adapter", adapter, *selection, guard=GUARD)
 
 
 @pytest.fixture(scope="module")

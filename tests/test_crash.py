@@ -6,9 +6,6 @@ that hung on a misbehaving adapter would fail the test instead of hanging the su
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,22 +13,11 @@ import pytest
 
 from resumekit.conformance import schemas
 from resumekit.conformance.phase0.crash import expected_torn_tail
-from tests.support import ROOT, python_command
-
-GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
+from tests.support import python_command, run_resumekit
 
 
 def resumekit(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    report = tmp_path / "report.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--report-json", str(report), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=GUARD,
-    )
-    document = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
-    return done.returncode, document, done.stdout + done.stderr
+    return run_resumekit(tmp_path / "report.json", *args)
 
 
 def by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -73,7 +59,10 @@ BROKEN = {
     "rewrites-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
     # Issue 9, findings 2 and 3: changes that leave the bytes as they were, and the first read after reopening.
     "rewrites-same-bytes": (
-        ["crash-p6", "corrupt-middle-row-zeros"], "failed", ["crash-p6", "corrupt-middle-row-zeros"], "STORE-6"
+        ["crash-p6", "corrupt-middle-row-zeros"],
+        "failed",
+        ["crash-p6", "corrupt-middle-row-zeros"],
+        "STORE-6",
     ),
     "recreates-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),
     "touches-ledger": (["crash-p6"], "failed", ["crash-p6"], "STORE-6"),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +14,8 @@ from resumekit.conformance.adapters import PythonAdapter
 from resumekit.conformance.cli import COMMANDS, EXIT_SUBSET, EXIT_USAGE, _parser
 from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.reference import build_resume_plan
-from tests.support import ROOT
+from tests.support import run_resumekit
 
-GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
 # A selection of every kind: decisions, crash failpoints, ledger faults, the schedule, P1 scenarios.
 SELECTION = (
     "--only", "before-call-*", "--only", "after-call-*", "--only", "crash-p1", "--only", "crash-p9",
@@ -29,16 +26,7 @@ SELECTION = (
 )  # fmt: skip
 
 
-def resumekit(report_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "resumekit.conformance", "run", "-q", "--report-json", str(report_path), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=GUARD,
-    )
-    document = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
-    return done.returncode, document, done.stdout + done.stderr
+resumekit = run_resumekit
 
 
 def verdicts(document: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from resumekit.conformance import report, schemas
 from resumekit.conformance.p1.gates import ALWAYS_CHECKED, GATES, gate_table
@@ -103,3 +104,21 @@ def test_the_certifying_guide_lists_every_clause_the_kit_checks_on_every_scenari
     paragraph = text[start : text.index("that is:", start)]
     listed = {word.strip(",.") for word in paragraph.split() if "-" in word and word[0].isupper()}
     assert listed == set(ALWAYS_CHECKED)
+
+
+def test_a_step_the_kit_cannot_take_errors_that_scenario_and_the_run_goes_on(golden_copy: Path, tmp_path: Path) -> None:
+    from tests.support import run_resumekit
+
+    scope = golden_copy / "p1" / "scenarios" / "scope.yaml"
+    text = scope.read_text(encoding="utf-8")
+    assert "changes: {generation: 2}" in text
+    scope.write_text(text.replace("changes: {generation: 2}", "changes: {generation: 0}"), encoding="utf-8")
+    only = ("--only", "p1-scope-generation-differs-reuses-nothing", "--only", "p1-capture-completes")
+    code, document, output = run_resumekit(tmp_path / "r.json", "--golden", str(golden_copy), *only)
+    assert code == 1, output
+    outcomes = {result["id"]: result for result in document["results"]}
+    broken = outcomes["p1-scope-generation-differs-reuses-nothing"]
+    assert broken["outcome"] == "errored" and "could not carry out this scenario" in broken["message"]
+    assert "scope.yaml" in broken["message"] and "generation" in broken["message"]
+    assert outcomes["p1-capture-completes"]["outcome"] == "passed"
+    assert "Traceback" not in output

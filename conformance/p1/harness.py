@@ -25,10 +25,11 @@ from resumekit.conformance.fixtures import ScenarioCase
 from resumekit.conformance.p1 import checks, evidence
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.control_plane import ControlPlane
-from resumekit.conformance.p1.faults import fault_from_mapping
-from resumekit.conformance.p1.origin import Origin, create_origin
+from resumekit.conformance.p1.cp_core import KitError
+from resumekit.conformance.p1.faults import FaultError, fault_from_mapping
+from resumekit.conformance.p1.origin import GitError, Origin, create_origin
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
-from resumekit.conformance.runner import errored, result_for
+from resumekit.conformance.runner import errored, result_for, start_failed
 
 Factory = Callable[[], ProcessAdapter]
 
@@ -200,14 +201,7 @@ class _Worker:
             try:
                 info = self.adapter.start()
             except AdapterStartError as error:
-                raise _Abort(
-                    result_for(
-                        self.case,
-                        Outcome.ERRORED,
-                        message=f"cannot start the implementation: {error.message}",
-                        stderr_tail=error.stderr_tail or None,
-                    )
-                ) from None
+                raise _Abort(start_failed(self.case, error)) from None
             self.claims_journal = "p1.journal" in info.capabilities
         return self.adapter
 
@@ -273,6 +267,9 @@ class _Worker:
                     self._confirm_block(answer)
                 return answer
             if state == wanted:
+                # Idle, but before a claim that saw the kit's last change: the worker claims again
+                # within its retry_after_ms, so wait a moment instead of asking in a tight loop.
+                time.sleep(0.01)
                 state = "running"
             if state != "running":
                 raise _Abort(
@@ -472,6 +469,11 @@ def run_scenario(case: ScenarioCase, factory: Factory, profile: str) -> CaseResu
                 control.close()
     except _Abort as abort:
         return abort.result
+    except (KitError, FaultError, GitError) as error:
+        # A world the kit could not build or a step it could not take (git missing, a task or fault the
+        # control plane refuses): the scenario says nothing about the worker, so it is errored, not failed.
+        message = f"the kit could not carry out this scenario ({case.source}): {error}"
+        return result_for(case, Outcome.ERRORED, message=message)
 
 
 def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Worker, profile: str) -> CaseResult:
@@ -559,7 +561,7 @@ def _resolve(changes: Mapping[str, Any], origins: Mapping[str, Origin], reposito
     for key, value in changes.items():
         if isinstance(value, str) and value.startswith("@"):
             if named.get(value) is None:
-                raise ValueError(f"{value!r} names no commit of {origin.path.name}; give the repository 'later' files")
+                raise KitError(f"{value!r} names no commit of {origin.path.name}; give the repository 'later' files")
             value = named[value]
         resolved[key] = value
     return resolved

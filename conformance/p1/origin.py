@@ -116,9 +116,6 @@ class Origin:
             return []
         return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-    def commit_message(self, oid: str) -> str:
-        return git(["log", "-1", "--format=%B", oid], cwd=self.path)
-
 
 def _hook_script(python: str, mode: str) -> str:
     # git runs hooks through a POSIX shell on every OS (Git for Windows brings its own sh), which takes

@@ -25,7 +25,7 @@ from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
-from resumekit.conformance.runner import errored, plan_problem, result_for
+from resumekit.conformance.runner import errored, plan_problem, result_for, start_failed
 
 FAULT_MODEL = (
     "process crash (TerminateProcess); not power loss" if os.name == "nt" else "process crash (SIGKILL); not power loss"
@@ -50,21 +50,11 @@ class _Session:
         self.adapter: ProcessAdapter | None = None
 
     def start(self) -> ProcessAdapter:
-        from resumekit.conformance.adapters import AdapterStartError
-
         self.adapter = self.factory()
         try:
             self.adapter.start()
         except AdapterStartError as error:
-            raise _Abort(
-                result_for(
-                    self.case,
-                    Outcome.ERRORED,
-                    message=f"cannot start the implementation: {error.message}",
-                    stderr_tail=error.stderr_tail or None,
-                    fault_model=FAULT_MODEL,
-                )
-            ) from None
+            raise _Abort(start_failed(self.case, error, fault_model=FAULT_MODEL)) from None
         return self.adapter
 
     def ask(self, cmd: str, **fields: Any) -> Any:

@@ -157,11 +157,6 @@ class _ToolFact(NamedTuple):
     is_error: bool  # responses only: `content.isError` exactly `true`
 
 
-def _content_kind(event: Mapping[str, Any]) -> object:
-    content = event.get("content")
-    return content.get("kind") if isinstance(content, Mapping) else None
-
-
 def _event_id(position: int, event: Mapping[str, Any]) -> str:
     event_id = event.get("id")
     if not isinstance(event_id, str):

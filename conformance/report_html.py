@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
-from resumekit.conformance.fixtures import Case
+from resumekit.conformance.fixtures import Case, DecisionCase
+from resumekit.conformance.phase0.check import expected_operations
 from resumekit.conformance.report import NO_MESSAGE_CHECKS, counts_by_kind, location
 from resumekit.conformance.results import BAD, CaseResult, Mismatch, Outcome, Run
 
@@ -30,6 +31,7 @@ _PLAN_FIELDS = (
     "replay",
 )
 _POINTER_FIELD = {"replayRuntimeEvents": "replay"}  # the plan's name -> the expectation's name
+_NOT_AGAINST_EXPECTATION = ("PURE-1", "PURE-2")
 _INLINE = 60  # a JSON container this short (written compactly) stays on one line
 _EVENT_TEXT = 140  # characters of an event's content shown in the events table
 
@@ -255,7 +257,8 @@ def _plan_rows(expectation: Mapping[str, Any], mismatches: Sequence[Mismatch]) -
     for mismatch in mismatches:
         tokens = _pointer_tokens(mismatch.pointer)
         name = _POINTER_FIELD.get(str(tokens[0]), str(tokens[0])) if tokens else ""
-        if name in expectation and name in _PLAN_FIELDS:
+        # PURE-1 and PURE-2 compare two answers (or the input), not an answer with the expectation.
+        if name in expectation and name in _PLAN_FIELDS and mismatch.clause not in _NOT_AGAINST_EXPECTATION:
             by_field.setdefault(name, []).append(mismatch)
         else:
             loose.append(mismatch)
@@ -300,9 +303,13 @@ def _plan_rows(expectation: Mapping[str, Any], mismatches: Sequence[Mismatch]) -
 def _side_by_side(result: CaseResult, case: Case | None, profile: str) -> str:
     if not result.mismatches:
         return ""
-    expectation_for = getattr(case, "expectation_for", None)
-    expectation = expectation_for(profile) if expectation_for is not None and result.kind != "p1" else None
-    if isinstance(expectation, Mapping) and any(name in expectation for name in _PLAN_FIELDS):
+    expectation = None
+    if isinstance(case, DecisionCase) and result.outcome is Outcome.FAILED:
+        # A failed decision compared the whole plan (an errored one never got that far), so every
+        # field without a mismatch compared equal; defaulted operation args are filled in as compared.
+        expectation = dict(case.expectation_for(profile))
+        expectation["operations"] = expected_operations(case.events, expectation)
+    if expectation is not None:
         rows = _plan_rows(expectation, result.mismatches)
         title = "Expected and actual plan"
         if result.expectation:

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from resumekit.conformance import badge, report, report_html, schemas
+from resumekit.conformance.adapters import PythonAdapter
 from resumekit.conformance.cli import COMMANDS, EXIT_NOT_CERTIFIED, EXIT_SUBSET, EXIT_USAGE, _parser
+from resumekit.conformance.fixtures import DecisionCase, load_suite
 from resumekit.conformance.results import (
     CaseResult,
     Implementation,
@@ -25,6 +27,8 @@ from resumekit.conformance.results import (
     Shard,
     Source,
 )
+from resumekit.conformance.runner import run
+from tests.broken.decisions import last_duplicate_call_wins, not_deterministic
 
 REFERENCE = "python:resumekit.reference:build_resume_plan"
 BROKEN = "python:tests.broken.decisions:error_counts_as_success"  # OP-3: isError responses succeed
@@ -240,3 +244,37 @@ def test_the_badge_claims_no_more_than_the_verdict(fields: dict[str, object], me
     headline, _ = report_html._headline(run)
     assert f"\n{headline}: " in report.format_summary(run)  # the words the text report uses
     assert f'<p class="headline">{headline}</p>' in report_html.to_html(run)
+
+
+@pytest.fixture(scope="module")
+def decisions() -> list[DecisionCase]:
+    return [case for case in load_suite().select("strict", kinds=["decision"]) if isinstance(case, DecisionCase)]
+
+
+def _section(text: str, case_id: str) -> str:
+    start = text.index(f'id="case-{case_id}"')
+    return text[start : text.index("</section>", start)]
+
+
+def test_an_answer_compared_with_itself_is_not_shown_as_the_expected_plan(decisions: list[DecisionCase]) -> None:
+    """PURE-2 compares two answers: its values stay in a row of their own, the plan's fields compared equal."""
+    finished = run(decisions, PythonAdapter(not_deterministic, name="nd"), profile="strict")
+    failed = [r for r in finished.results if r.outcome is Outcome.FAILED]
+    assert failed and all({m.clause for m in r.mismatches} == {"PURE-2"} for r in failed)
+    text = report_html.to_html(finished, decisions)
+    section = _section(text, failed[0].case_id)
+    assert '<tr class="same"><th scope="row"><code>diagnostics</code>' in section
+    assert re.search(r'<tr class="differs"><th scope="row"><code>/diagnostics/\d+/message</code>', section)
+    assert section.count('<tr class="differs">') == 1
+
+
+def test_defaulted_args_are_shown_as_compared(decisions: list[DecisionCase]) -> None:
+    """OP-1: an expectation may leave ``args`` out (it defaults to the call's); the page shows the default."""
+    finished = run(decisions, PythonAdapter(last_duplicate_call_wins, name="ld"), profile="strict")
+    failed = next(r for r in finished.results if any(m.pointer.endswith("/args") for m in r.mismatches))
+    case = next(c for c in decisions if c.id == failed.case_id)
+    section = _section(report_html.to_html(finished, decisions), failed.case_id)
+    expected = section[section.index('<td class="expected">', section.index("<code>operations</code>")) :]
+    expected = expected[: expected.index("</td>")]
+    assert "&quot;args&quot;: <mark>" in expected, expected
+    assert all("args" not in operation for operation in case.expectation_for("strict")["operations"])

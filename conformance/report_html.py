@@ -70,13 +70,13 @@ tr.total td{font-weight:600;background:var(--head)}
 .o-expected{background:var(--warn-bg);color:var(--warn)}
 details{margin:6px 0}summary{cursor:pointer;font-weight:600;padding:4px 0}
 .chips{display:flex;flex-wrap:wrap;gap:3px}
-.chip{display:block;width:12px;height:12px;border-radius:2px;background:#2da44e}
-.chip.bad{background:var(--bad)}.chip.expected{background:#d4a72c}
+.chips i,i.chip{display:block;width:12px;height:12px;border-radius:2px;background:#2da44e}
+.chips i.bad,i.chip.bad{background:var(--bad)}.chips i.expected,i.chip.expected{background:#d4a72c}
 td.n.zero{color:#afb8c1}td.n.bad{color:var(--bad);font-weight:700}
 tr.failing td.clause code{color:var(--bad);font-weight:700}
 ul.index{display:flex;flex-wrap:wrap;gap:4px 14px;list-style:none;padding:0;margin:0 0 8px}
 td.event code{white-space:nowrap}
-.legend .chip{display:inline-block;vertical-align:-2px;margin:0 4px 0 10px}
+.legend i.chip{display:inline-block;vertical-align:-2px;margin:0 4px 0 10px}
 .case{border:1px solid var(--line);border-left:5px solid var(--bad);border-radius:6px;padding:12px 16px;margin:14px 0}
 .case.expected{border-left-color:#d4a72c}
 .case .where{color:var(--mute);overflow-wrap:anywhere;margin:2px 0 8px}
@@ -104,6 +104,12 @@ table.side thead th:first-child{display:none}
 table.side tbody th:first-child{grid-column:1/-1;width:auto}
 table.events,table.events tbody{display:block}table.events thead{display:none}
 table.events tr{display:grid;grid-template-columns:auto auto auto 1fr}
+table.stack,table.stack tbody{display:block}table.stack thead{display:none}
+table.stack tr{display:flex;flex-wrap:wrap;align-items:baseline;gap:0 10px;border-top:1px solid var(--line);
+padding:4px 0}table.stack td{border:0;padding:1px 4px;text-align:left}table.stack td.wide{flex-basis:100%;order:2}
+table.stack td.first{flex-basis:100%;order:0}table.stack td{order:1}
+table.stack td[data-label]::before{content:attr(data-label) ": ";color:var(--mute);font-family:system-ui,sans-serif}
+td.gate{font-weight:600;overflow-wrap:anywhere}
 table.events td{border-width:1px 0 0 0}table.events td.mono{grid-column:1/-1;border-top:0;padding-left:24px}}
 """
 
@@ -500,28 +506,29 @@ def _kind_tables(run: Run, shown: set[str]) -> str:
                 name = f'<a href="#{_anchor(result.case_id)}">{name}</a>'
             where = str(result.source) if result.source else ""
             rows.append(
-                f'<tr><td class="id">{name}</td><td>{_outcome_badge(result)}</td>'
-                f"<td>{_e(result.profile)}</td>"
-                f"<td>{_e(', '.join(result.clauses))}</td><td class=\"mono\">{_e(where)}</td>"
-                f'<td class="n">{result.duration:.3f}</td></tr>'
+                f'<tr><td class="id first">{name}</td><td>{_outcome_badge(result)}</td>'
+                f'<td data-label="profile">{_e(result.profile)}</td>'
+                f'<td class="wide" data-label="clauses">{_e(", ".join(result.clauses))}</td>'
+                f'<td class="mono wide" data-label="file">{_e(where)}</td>'
+                f'<td class="n" data-label="seconds">{result.duration:.3f}</td></tr>'
             )
         opened = ""  # the failing cases have sections of their own, above
-        label = f"{kind}: {passed} of {len(results)} passed" + (f", {bad} not acceptable" if bad else "")
+        label = f"{kind}: {passed} of {len(results)} passed" + (f", {bad} failing" if bad else "")
         parts.append(
             f'<details id="kind-{_e(kind)}" class="kind"{opened}><summary>{_e(label)}</summary>'
-            '<div class="scroll"><table><thead><tr><th>case</th><th>outcome</th><th>profile</th><th>clauses</th>'
-            f'<th>file</th><th class="n">seconds</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-            "</details>"
+            '<div class="scroll"><table class="stack"><thead><tr><th>case</th><th>outcome</th><th>profile</th>'
+            '<th>clauses</th><th>file</th><th class="n">seconds</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div></details>'
         )
     return "".join(parts)
 
 
-def _chip_class(result: CaseResult) -> str:
-    if result.expected_failure:
-        return "chip expected"
+def _chip(result: CaseResult) -> str:
+    """One square of the clause matrix; a passed one carries no class, as most do (the page stays small)."""
     if result.outcome is Outcome.PASSED and result.known_failure is None:
-        return "chip"
-    return "chip bad"
+        return f'<i title="{_e(result.case_id)}"></i>'
+    css = "expected" if result.expected_failure else "bad"
+    return f'<i class="{css}" title="{_e(f"{result.case_id}: {result.outcome.value}")}"></i>'
 
 
 def _clause_matrix(run: Run, shown: set[str]) -> str:
@@ -540,8 +547,7 @@ def _clause_matrix(run: Run, shown: set[str]) -> str:
         expected = sum(1 for r in claimed if r.expected_failure)
         chips = []
         for result in claimed:
-            label = _e(f"{result.case_id}: {result.outcome.value}")
-            chip = f'<i class="{_chip_class(result)}" title="{label}"></i>'
+            chip = _chip(result)
             if result.case_id in shown:
                 chip = f'<a href="#{_anchor(result.case_id)}">{chip}</a>'
             chips.append(chip)
@@ -579,19 +585,23 @@ def _gates_table(run: Run) -> str:
             failed_html = f'<div class="note">failed: {links}</div>'
         clauses = row.get("clauses") or []
         rows.append(
-            f'<tr><td>{_e(row.get("gate", ""))}{failed_html}</td><td><span class="o {css}">{_e(verdict)}</span></td>'
-            f'<td class="n">{_e(row.get("passed", ""))}</td><td class="n">{_e(row.get("scenarios", ""))}</td>'
-            f"<td>{_e(', '.join(map(str, clauses)))}</td><td>{_e(row.get('attested') or 'none')}</td></tr>"
+            f'<tr><td class="first gate">{_e(row.get("gate", ""))}{failed_html}</td>'
+            f'<td><span class="o {css}">{_e(verdict)}</span></td>'
+            f'<td class="n" data-label="passed">{_e(row.get("passed", ""))}</td>'
+            f'<td class="n" data-label="of">{_e(row.get("scenarios", ""))}</td>'
+            f'<td class="wide" data-label="clauses">{_e(", ".join(map(str, clauses)))}</td>'
+            f'<td class="wide" data-label="attested">{_e(row.get("attested") or "none")}</td></tr>'
         )
     return (
-        '<div class="scroll"><table id="gates"><thead><tr><th>P1 gate</th><th>verdict</th><th class="n">passed</th>'
-        '<th class="n">of</th><th>clauses</th><th>attested</th></tr></thead>'
+        '<div class="scroll"><table id="gates" class="stack"><thead><tr><th>P1 gate</th><th>verdict</th>'
+        '<th class="n">passed</th><th class="n">of</th><th>clauses</th><th>attested</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
 def _contents(run: Run, failing: Sequence[CaseResult]) -> str:
-    links = [("by-kind", "cases by kind"), ("failures", f"failing cases ({len(failing)})")]
+    bad = sum(1 for r in failing if not r.acceptable)
+    links = [("by-kind", "cases by kind"), ("failures", f"failing cases ({bad})")]
     if run.gates:
         links.append(("p1-gates", "P1 gates"))
     links += [("clause-coverage", "clause coverage"), ("all-cases", "every case")]

@@ -79,8 +79,15 @@ def _visible_box(page: Any, selector: str) -> dict[str, float] | None:
     return element.bounding_box() if element is not None and element.is_visible() else None
 
 
+def _verdict_on_first_screen(page: Any, check: Checks, width: str) -> None:
+    box = _visible_box(page, "#verdict")
+    ok = box is not None and box["y"] + box["height"] <= page.viewport_size["height"]
+    check(f"{width}: the verdict is on the first screen", ok, box)
+
+
 def check_failing(page: Any, check: Checks, width: str, case_id: str) -> None:
     """The broken projection's page: NOT CERTIFIED, its failing case's differing fields side by side."""
+    _verdict_on_first_screen(page, check, width)
     headline = page.inner_text("#verdict .headline")
     check(f"{width}: verdict says NOT CERTIFIED", headline == "NOT CERTIFIED", headline)
     for selector in ("#summary", "#clauses", "section.case table.side"):
@@ -108,11 +115,16 @@ def check_failing(page: Any, check: Checks, width: str, case_id: str) -> None:
     view = page.viewport_size["width"]
     inside = two is not None and two["x"] + two["width"] <= view
     check(f"{width}: the actual value is inside the viewport", inside, (two, view))
+    fits = page.eval_on_selector(
+        f"{section} table.side", "t => t.parentElement.scrollWidth <= t.parentElement.clientWidth"
+    )
+    check(f"{width}: the side-by-side table needs no sideways scrolling", fits)
     events = page.query_selector_all(f"{section} table.events tbody tr")
     check(f"{width}: the case's events are listed", len(events) > 0, len(events))
 
 
 def check_passing(page: Any, check: Checks, width: str, headline_start: str) -> None:
+    _verdict_on_first_screen(page, check, width)
     headline = page.inner_text("#verdict .headline")
     check(f"{width}: verdict starts {headline_start!r}", headline.startswith(headline_start), headline)
     for selector in ("#summary", "#clauses"):

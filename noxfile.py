@@ -121,7 +121,7 @@ def browser(session: nox.Session) -> None:
         root = [] if os.geteuid() == 0 else ["sudo"]
         session.run(*root, "apt-get", "update", external=True)
         session.run(*root, "apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True)
-    session.install(".", "playwright")
+    session.install(*TOOLS, ".", "playwright")
     session.run("python", "-m", "tests.browser", "--chromium", str(CHROMIUM), *session.posargs)
 
 

@@ -98,6 +98,7 @@ td.id code{white-space:nowrap}
 footer{margin-top:40px;color:var(--mute);font-size:.85em}
 @media (max-width:640px){main{padding:12px 12px 32px}dl.facts{grid-template-columns:1fr}
 dl.facts dd{margin-bottom:6px}dl.facts dt{font-size:.85em}th,td{padding:3px 5px}table{font-size:13px}
+.case{padding:10px 10px}table.side pre{font-size:.8em}
 table.side,table.side thead,table.side tbody{display:block}
 table.side tr{display:grid;grid-template-columns:1fr 1fr}
 table.side thead th:first-child{display:none}

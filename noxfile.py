@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tarfile
@@ -105,6 +106,23 @@ def bench(session: nox.Session) -> None:
     """Measure the runner and the reference against their physical floors (not run by default)."""
     session.install(".")
     session.run("python", "-m", "tests.bench", *session.posargs)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """Render the HTML report in headless Chromium at two widths and check it (Linux, not run by default)."""
+    if not sys.platform.startswith("linux"):
+        session.skip("Linux only: it uses Debian's chromium package")
+    if not CHROMIUM.exists():
+        # Debian's build, not Playwright's download: the browser comes from the distribution's archive.
+        root = [] if os.geteuid() == 0 else ["sudo"]
+        session.run(*root, "apt-get", "update", external=True)
+        session.run(*root, "apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True)
+    session.install(*TOOLS, ".", "playwright")
+    session.run("python", "-m", "tests.browser", "--chromium", str(CHROMIUM), *session.posargs)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,18 @@ from typing import IO, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from resumekit.conformance import __version__, _process, diff, doctor, expectations, report, schemas, shards
+from resumekit.conformance import (
+    __version__,
+    _process,
+    badge,
+    diff,
+    doctor,
+    expectations,
+    report,
+    report_html,
+    schemas,
+    shards,
+)
 from resumekit.conformance._resources import golden_dir, spec_dir
 from resumekit.conformance.adapters import (
     DEFAULT_TIMEOUT,
@@ -29,7 +40,7 @@ from resumekit.conformance.adapters import (
     open_adapter,
     process_factory,
 )
-from resumekit.conformance.fixtures import FixtureError, Suite, fixture_files, load_file, load_suite
+from resumekit.conformance.fixtures import Case, FixtureError, Suite, fixture_files, load_file, load_suite
 from resumekit.conformance.phase0 import crash
 from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Outcome, Run, Selection, Shard, Source
 from resumekit.conformance.runner import run as run_cases
@@ -55,7 +66,7 @@ EXIT_CODES = f"""exit codes:
        are written, marked interrupted, with the cases that finished"""
 
 # The options naming a file the run writes: checked, and their folders made, before the first case.
-OUTPUT_OPTIONS = ("report_json", "junit", "summary_md", "write_expectations")
+OUTPUT_OPTIONS = ("report_json", "junit", "summary_md", "report_html", "badge", "write_expectations")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -115,7 +126,8 @@ def _run_parser(commands: Any) -> None:
         "run the selected cases against an implementation and give a verdict",
         "  resumekit run --adapter reference\n"
         '  resumekit run --adapter "node my-adapter.mjs" --junit out/junit.xml --report-json out/report.json\n'
-        "  resumekit run --adapter python:mypkg.plan:build --expect known-failures.yaml",
+        "  resumekit run --adapter python:mypkg.plan:build --expect known-failures.yaml\n"
+        "  resumekit run --adapter reference --report-html out/report.html --badge out/badge.json",
         EXIT_CODES,
     )
     _golden_option(run)
@@ -177,6 +189,20 @@ def _run_parser(commands: Any) -> None:
     run.add_argument("--junit", type=Path, metavar="FILE", help="write the run as JUnit XML")
     run.add_argument(
         "--summary-md", type=Path, metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
+    )
+    run.add_argument(
+        "--report-html",
+        type=Path,
+        metavar="FILE",
+        help="write the run as one self-contained HTML page (no script, nothing fetched): the verdict, a table "
+        "per kind, clause coverage, and each failing case with its events and expected and actual values",
+    )
+    run.add_argument(
+        "--badge",
+        type=Path,
+        metavar="FILE",
+        help="write a shields.io endpoint badge (schemas/report/badge.json): 'resumekit | core 114/114', or "
+        "'not certified', 'subset ... not certified'",
     )
     run.add_argument(
         "--jobs",
@@ -281,6 +307,8 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="write the merged report")
     merge.add_argument("--junit", type=Path, metavar="FILE", help="also write the merged run as JUnit XML")
     merge.add_argument("--summary-md", type=Path, metavar="FILE", help="also append a Markdown summary")
+    merge.add_argument("--report-html", type=Path, metavar="FILE", help="also write the merged run as an HTML page")
+    merge.add_argument("--badge", type=Path, metavar="FILE", help="also write a shields.io endpoint badge")
 
     doctor = _command(
         commands,
@@ -571,7 +599,11 @@ def _append(path: Path, text: str) -> None:
 
 
 def _write_reports(
-    finished: Run, arguments: argparse.Namespace, expected: expectations.Expectations | None, stderr: IO[str]
+    finished: Run,
+    arguments: argparse.Namespace,
+    expected: expectations.Expectations | None,
+    stderr: IO[str],
+    cases: Sequence[Case] = (),
 ) -> bool:
     """Write every report asked for; one that cannot be written does not stop the others."""
     writers: list[tuple[Path | None, str, Callable[[Path], object]]] = [
@@ -584,6 +616,16 @@ def _write_reports(
         ),
         (arguments.junit, "JUnit file", lambda path: path.write_text(report.to_junit(finished), encoding="utf-8")),
         (arguments.summary_md, "Markdown summary", lambda path: _append(path, report.to_markdown(finished))),
+        (
+            arguments.report_html,
+            "HTML report",
+            lambda path: path.write_text(report_html.to_html(finished, cases), encoding="utf-8"),
+        ),
+        (
+            arguments.badge,
+            "badge",
+            lambda path: path.write_text(json.dumps(badge.to_badge(finished), indent=2) + "\n", encoding="utf-8"),
+        ),
         (
             arguments.write_expectations,
             "expectations file",
@@ -703,7 +745,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
             stdout.write("\n" + report.format_result(result, finished.golden_root) + "\n")
     stdout.write(report.format_summary(finished) + "\n")
     stdout.flush()
-    if not _write_reports(finished, arguments, expected, stderr):
+    if not _write_reports(finished, arguments, expected, stderr, cases):
         return EXIT_INTERRUPTED if finished.interrupted else EXIT_USAGE
     if shard is not None and not finished.interrupted:
         # A shard certifies nothing alone (`merge` gives the verdict): it fails only on a case that did not pass.
@@ -749,6 +791,10 @@ def cmd_merge(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -
         arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
     if arguments.summary_md:
         _append(arguments.summary_md, report.to_markdown(finished))
+    if arguments.report_html:
+        arguments.report_html.write_text(report_html.to_html(finished), encoding="utf-8")
+    if arguments.badge:
+        arguments.badge.write_text(json.dumps(badge.to_badge(finished), indent=2) + "\n", encoding="utf-8")
     stdout.write(report.format_summary(finished) + "\n")
     stdout.write(f"merged {len(named)} shard report(s) into {arguments.output}\n")
     return _exit_code(finished)

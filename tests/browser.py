@@ -1,0 +1,212 @@
+"""The HTML report rendered in a real headless Chromium, at a desktop and a phone width.
+
+Run with ``nox -s browser`` (Linux). It writes the HTML report of a failing run (a deliberately broken
+projection) and of a passing run of the reference, opens each in Chromium through Playwright, checks the
+rendered page (verdict, tables, the failing case's differing fields highlighted side by side, no
+horizontal overflow, nothing fetched), and keeps a screenshot of each page at each width in the output
+folder to look at. Exits 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support import GUARD, ROOT
+
+WIDTHS = {"desktop": (1280, 900), "narrow": (390, 844)}
+BROKEN = "python:tests.broken.decisions:error_counts_as_success"  # OP-3: an isError response counts as success
+# Chromium may reach nothing: the page must render from the file alone.
+FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@dataclass
+class Checks:
+    """Named checks and their results, printed as they come."""
+
+    failed: list[str] = field(default_factory=list)
+    passed: int = 0
+
+    def __call__(self, name: str, ok: bool, detail: object = "") -> None:
+        if ok:
+            self.passed += 1
+            print(f"  ok    {name}")
+        else:
+            self.failed.append(name)
+            print(f"  FAIL  {name}: {detail}")
+
+
+def write_report(out: Path, name: str, *args: str) -> Path:
+    """Run ``resumekit run`` with *args*, writing the HTML, JSON and badge reports named *name*."""
+    page = out / f"{name}.html"
+    command = [
+        sys.executable, "-m", "resumekit.conformance", "run", "-q",
+        "--report-html", str(page), "--report-json", str(out / f"{name}.json"),
+        "--badge", str(out / f"{name}-badge.json"),
+        *args,
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=GUARD)
+    if not page.is_file():
+        sys.exit(f"no HTML report from {' '.join(command)} (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+    print(f"{name}: exit {done.returncode}, {page.stat().st_size} bytes of HTML ({page})")
+    return page
+
+
+def _no_overflow(page: Any) -> tuple[bool, str]:
+    widths = page.evaluate(
+        "() => ({doc: document.documentElement.scrollWidth, body: document.body.scrollWidth, view: window.innerWidth})"
+    )
+    return widths["doc"] <= widths["view"] and widths["body"] <= widths["view"], json.dumps(widths)
+
+
+def _visible_box(page: Any, selector: str) -> dict[str, float] | None:
+    element = page.query_selector(selector)
+    return element.bounding_box() if element is not None and element.is_visible() else None
+
+
+def _verdict_on_first_screen(page: Any, check: Checks, width: str) -> None:
+    box = _visible_box(page, "#verdict")
+    ok = box is not None and box["y"] + box["height"] <= page.viewport_size["height"]
+    check(f"{width}: the verdict is on the first screen", ok, box)
+
+
+def check_failing(page: Any, check: Checks, width: str, case_id: str) -> None:
+    """The broken projection's page: NOT CERTIFIED, its failing case's differing fields side by side."""
+    _verdict_on_first_screen(page, check, width)
+    headline = page.inner_text("#verdict .headline")
+    check(f"{width}: verdict says NOT CERTIFIED", headline == "NOT CERTIFIED", headline)
+    for selector in ("#summary", "#clauses", "section.case table.side"):
+        check(f"{width}: {selector} rendered", _visible_box(page, selector) is not None)
+    section = f"section.case#case-{case_id}"
+    check(f"{width}: the failing case {case_id} has a section", _visible_box(page, section) is not None)
+    expected = page.query_selector(f"{section} tr.differs td.expected mark")
+    actual = page.query_selector(f"{section} tr.differs td.actual mark")
+    check(f"{width}: expected side highlights the field", expected is not None and expected.is_visible())
+    check(f"{width}: actual side highlights the field", actual is not None and actual.is_visible())
+    if expected is None or actual is None:
+        return
+    texts = (expected.inner_text().strip(), actual.inner_text().strip())
+    check(f"{width}: highlighted values are the spec's and the answer's", texts == ('"failed"', '"succeeded"'), texts)
+    colors = [m.evaluate("m => getComputedStyle(m).backgroundColor") for m in (expected, actual)]
+    cells = [
+        page.eval_on_selector(f"{section} tr.differs td.{side}", "td => getComputedStyle(td).backgroundColor")
+        for side in ("expected", "actual")
+    ]
+    painted = all(c not in ("rgba(0, 0, 0, 0)", "transparent") for c in colors) and colors[0] != colors[1]
+    check(f"{width}: highlights are painted, in two colours", painted and colors != cells, (colors, cells))
+    one, two = expected.bounding_box(), actual.bounding_box()
+    side_by_side = one is not None and two is not None and one["x"] + one["width"] <= two["x"]
+    check(f"{width}: expected and actual side by side", side_by_side, (one, two))
+    view = page.viewport_size["width"]
+    inside = two is not None and two["x"] + two["width"] <= view
+    check(f"{width}: the actual value is inside the viewport", inside, (two, view))
+    fits = page.eval_on_selector(
+        f"{section} table.side", "t => t.parentElement.scrollWidth <= t.parentElement.clientWidth"
+    )
+    check(f"{width}: the side-by-side table needs no sideways scrolling", fits)
+    events = page.query_selector_all(f"{section} table.events tbody tr")
+    check(f"{width}: the case's events are listed", len(events) > 0, len(events))
+
+
+def check_passing(page: Any, check: Checks, width: str, headline_start: str) -> None:
+    _verdict_on_first_screen(page, check, width)
+    headline = page.inner_text("#verdict .headline")
+    check(f"{width}: verdict starts {headline_start!r}", headline.startswith(headline_start), headline)
+    for selector in ("#summary", "#clauses"):
+        check(f"{width}: {selector} rendered", _visible_box(page, selector) is not None)
+    check(f"{width}: no failing case section", page.query_selector("section.case") is None)
+    if page.query_selector("#gates") is not None:
+        rows = page.query_selector_all("#gates tbody tr")
+        check(f"{width}: P1 gate table has rows", len(rows) > 0, len(rows))
+
+
+def render(
+    chromium_path: str, pages: dict[str, tuple[Path, Callable[[Any, Checks, str], None]]], out: Path, check: Checks
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright, tempfile.TemporaryDirectory(prefix="resumekit-chromium-") as profile:
+        for width, (w, h) in WIDTHS.items():
+            context = playwright.chromium.launch_persistent_context(
+                profile + "-" + width,
+                executable_path=chromium_path,
+                headless=True,
+                args=list(FLAGS),
+                viewport={"width": w, "height": h},
+                device_scale_factor=1,
+            )
+            try:
+                for name, (path, checks) in pages.items():
+                    page = context.new_page()
+                    fetched: list[str] = []
+                    page.on("request", lambda request, seen=fetched: seen.append(request.url))
+                    page.goto(path.resolve().as_uri())
+                    page.wait_for_load_state("load")
+                    print(f"{name} at {width} ({w} px):")
+                    elsewhere = [url for url in fetched if not url.startswith("file:")]
+                    check(f"{width}: nothing fetched beyond the file", not elsewhere, elsewhere)
+                    ok, detail = _no_overflow(page)
+                    check(f"{width}: no horizontal overflow", ok, detail)
+                    checks(page, check, width)
+                    shot = out / f"{name}-{width}.png"
+                    page.screenshot(path=str(shot), full_page=True)
+                    first = page.query_selector("section.case")
+                    if first is not None:
+                        first.screenshot(path=str(out / f"{name}-{width}-first-failure.png"))
+                    height = page.evaluate("() => document.documentElement.scrollHeight")
+                    print(f"  screenshot {shot} ({w} x {height} px)")
+                    page.close()
+            finally:
+                context.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.browser", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "browser-check", help="where reports and screenshots go")
+    parser.add_argument("--chromium", default="/usr/bin/chromium", help="the Chromium binary")
+    parser.add_argument(
+        "--full", action="store_true", help="make the passing page from a full certification (minutes), not a subset"
+    )
+    arguments = parser.parse_args(argv)
+    out: Path = arguments.out
+    out.mkdir(parents=True, exist_ok=True)
+    failing = write_report(out, "failing", "--adapter", BROKEN)
+    first = next(
+        r["id"] for r in json.loads((out / "failing.json").read_text())["results"] if r["outcome"] == "failed"
+    )
+    if arguments.full:
+        passing = write_report(out, "passing", "--adapter", "reference", "--jobs", "auto")
+        headline = "CERTIFIED"
+    else:
+        passing = write_report(
+            out, "passing", "--adapter", "reference", "--kind", "decision", "--kind", "ledger-fault",
+            "--kind", "p1", "--only", "[!p]*", "--only", "p[!1]*", "--only", "p1-crash-capture-before-claimed-row",
+        )  # fmt: skip
+        headline = "SUBSET: selected cases passed"
+    check = Checks()
+    pages: dict[str, tuple[Path, Callable[[Any, Checks, str], None]]] = {
+        "failing": (failing, lambda page, c, width: check_failing(page, c, width, first)),
+        "passing": (passing, lambda page, c, width: check_passing(page, c, width, headline)),
+    }
+    render(arguments.chromium, pages, out, check)
+    print(f"\n{check.passed} check(s) passed, {len(check.failed)} failed; screenshots in {out}")
+    return 1 if check.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

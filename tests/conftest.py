@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +14,13 @@ import pytest
 from tests.support import ROOT
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The kit caches the validated golden set; its own tests, and the kits they start, keep that cache in a
+    # folder of their own rather than the user's.
+    if "RESUMEKIT_CACHE_DIR" not in os.environ:
+        os.environ["RESUMEKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="rk-test-cache-")
 
 
 @pytest.fixture

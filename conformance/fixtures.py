@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import gc
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -920,6 +921,10 @@ def load_file(
     With *problems*, every problem found is appended to it instead, and the cases without one are returned.
     *raw* is the file's bytes when the caller has read them already.
     """
+    # A file of many cases makes millions of small objects and no cycles: the collector's full passes over
+    # them would make loading grow faster than the file.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         file = _File(path, root or path.parent, problems, raw)
         data = file.validated()
@@ -931,6 +936,9 @@ def load_file(
             raise
         problems.append(error)
         return []
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def fixture_files(root: Path) -> list[Path]:

@@ -17,9 +17,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from resumekit.conformance import (
     __version__,
     _process,
@@ -275,7 +272,7 @@ def _parser() -> argparse.ArgumentParser:
         "  resumekit validate\n  resumekit validate --golden my-golden my-golden/phase0/decisions/new.yaml",
         f"exit codes:\n  {EXIT_CERTIFIED}    no problem\n"
         f"  {EXIT_NOT_CERTIFIED}    problems found (each named on stderr)\n"
-        f"  {EXIT_USAGE}    the schemas cannot be loaded",
+        f"  {EXIT_USAGE}    the schemas cannot be loaded, or the golden folder does not exist",
     )
     _golden_option(validate)
     validate.add_argument(
@@ -421,6 +418,9 @@ def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
 
 
 def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    from jsonschema import Draft202012Validator  # only validate checks the schemas themselves
+    from jsonschema.exceptions import SchemaError
+
     problems = 0
     try:
         uris = sorted(str(uri) for uri in schemas.registry())
@@ -435,9 +435,13 @@ def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]
             stderr.write(f"{uri}: not a valid JSON Schema: {error.message}\n")
     stdout.write(f"{len(uris)} schema(s) checked\n")
     root = arguments.golden
-    if root is None:
-        root = golden_dir()
-    files = arguments.files or fixture_files(root)
+    try:
+        if root is None:
+            root = golden_dir()
+        files = arguments.files or fixture_files(root)
+    except FileNotFoundError as error:
+        stderr.write(f"resumekit: {error}\n")
+        return EXIT_USAGE
     known = set(_spec_clauses())
     total = 0
     seen: dict[str, Source] = {}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import gc
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from resumekit.conformance import _yaml, schemas
+from resumekit.conformance import _cache, _yaml, schemas
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.canonical import same_json
 from resumekit.conformance.p1.gates import scenario_clauses
@@ -83,7 +85,6 @@ class DecisionCase(Case):
     expect: Mapping[str, Any]
     expect_strict: Mapping[str, Any] | None = None
     expected_high_water: int | None = None
-    line_of: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     kind = "decision"
 
@@ -196,9 +197,28 @@ class Suite:
         return cited
 
 
-def _related(one: str, two: str) -> bool:
-    """Whether one JSON pointer is the other or encloses it."""
-    return one == two or one.startswith(two + "/") or two.startswith(one + "/")
+def _ancestors(pointer: str) -> Iterator[str]:
+    while pointer:
+        pointer = pointer.rsplit("/", 1)[0]
+        yield pointer
+
+
+class _Reported:
+    """JSON pointers already reported, asked in time linear in a pointer's depth, not in their number."""
+
+    def __init__(self) -> None:
+        self.pointers: set[str] = set()
+        self.enclosing: set[str] = set()
+
+    def add(self, pointer: str) -> None:
+        self.pointers.add(pointer)
+        self.enclosing.update(_ancestors(pointer))
+
+    def related(self, pointer: str) -> bool:
+        """Whether *pointer* is a reported one, encloses one, or lies inside one."""
+        if pointer in self.pointers or pointer in self.enclosing:
+            return True
+        return any(ancestor in self.pointers for ancestor in _ancestors(pointer))
 
 
 class _Abandon(Exception):
@@ -216,6 +236,21 @@ def _merge(envelopes: Sequence[Mapping[str, Any] | None], template: Mapping[str,
 _T = TypeVar("_T")
 
 
+def _name(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _read(path: Path, name: str) -> bytes:
+    """The bytes of a fixture file: a regular file of at most ``_yaml.MAX_BYTES`` (a FIFO would block)."""
+    try:
+        return _yaml.read(path)
+    except OSError as error:
+        raise FixtureError(name, f"cannot be read: {error.strerror or error}") from None
+
+
 class _File:
     """One fixture file being read: its document and how to point into it.
 
@@ -224,20 +259,17 @@ class _File:
     Without one, the first problem raises.
     """
 
-    def __init__(self, path: Path, root: Path, problems: list[FixtureError] | None = None) -> None:
+    def __init__(
+        self, path: Path, root: Path, problems: list[FixtureError] | None = None, raw: bytes | None = None
+    ) -> None:
         self.path = path
         self.problems = problems
         self.bad_cases: set[int] = set()
+        self.name = _name(path, root)
+        if raw is None:
+            raw = _read(path, self.name)
         try:
-            self.name = path.relative_to(root).as_posix()
-        except ValueError:
-            self.name = path.as_posix()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise FixtureError(self.name, f"cannot be read: {error}") from None
-        try:
-            self.document = _yaml.load(text)
+            self.document = _yaml.load(_yaml.decode(raw))
         except _yaml.YamlError as error:
             raise FixtureError(self.name, error.message, line=error.line) from None
 
@@ -262,25 +294,27 @@ class _File:
         if not isinstance(data, dict):
             raise self.error(f"a fixture file is a YAML mapping, not {type(data).__name__}", "")
         version = data.get("schema_version")
-        if version not in SUPPORTED_SCHEMA_VERSIONS:
+        if type(version) is not int or version not in SUPPORTED_SCHEMA_VERSIONS:
             raise self.error(
                 f"schema_version {version!r} is not one this resumekit knows "
                 f"(it reads {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); upgrade resumekit or fix the file",
                 "/schema_version",
             )
         kind = data.get("kind")
-        if kind not in FILE_SCHEMAS:
+        if not isinstance(kind, str) or kind not in FILE_SCHEMAS:
             raise self.error(f"kind {kind!r} is not one of {sorted(FILE_SCHEMAS)}", "/kind")
         if self.problems is None:
-            violation = schemas.first_violation(FILE_SCHEMAS[kind], data)
+            violation = schemas.first_violation(FILE_SCHEMAS[kind], data, exact_integers=True)
             if violation is not None:
                 raise self.error(violation.message, violation.pointer, self.case_id_at(violation.pointer))
             return data
         found: list[FixtureError] = []
-        for violation in schemas.violations(FILE_SCHEMAS[kind], data):
+        reported = _Reported()
+        for violation in schemas.violations(FILE_SCHEMAS[kind], data, exact_integers=True):
             # One problem, one report: an enclosing oneOf repeats the error best_match already gave.
-            if any(_related(violation.pointer, error.pointer or "") for error in found):
+            if reported.related(violation.pointer):
                 continue
+            reported.add(violation.pointer)
             found.append(self.error(violation.message, violation.pointer, self.case_id_at(violation.pointer)))
         self.problems.extend(found)
         for error in found:
@@ -319,7 +353,7 @@ class _File:
         events = []
         for index, template in enumerate(templates):
             event = _merge(envelopes, template)
-            violation = schemas.first_violation(schemas.RUNTIME_EVENT, event)
+            violation = schemas.first_violation(schemas.RUNTIME_EVENT, event, exact_integers=True)
             if violation is not None:
                 where = f"{at}/{index}{violation.pointer}"
                 raise self.error(f"event is not a valid RuntimeEvent: {violation.message}", where, case_id)
@@ -398,6 +432,166 @@ def _check_consistency(
             raise file.error(f"{name} {message}", f"{at}/{name}", case_id)
 
 
+# The compared fields each diagnostic code carries (docs/spec/phase0.md, the note under PLAN-10), and the
+# clause that says which event it names: a call, a response, or either (None).
+DIAGNOSTIC_FIELDS: dict[str, tuple[frozenset[str], str, str | None]] = {
+    "pending_tool_result": (frozenset({"eventId", "toolCallId"}), "PLAN-2", "function_call"),
+    "unmatched_tool_result": (frozenset({"eventId", "toolCallId"}), "PLAN-3", "function_response"),
+    "tool_name_mismatch": (frozenset({"eventId", "toolCallId"}), "PLAN-4", "function_response"),
+    "duplicate_tool_call": (frozenset({"eventId", "toolCallId"}), "STRICT-2", "function_call"),
+    "duplicate_tool_result": (frozenset({"eventId", "toolCallId"}), "STRICT-3", "function_response"),
+    "tool_result_before_call": (frozenset({"eventId", "toolCallId"}), "STRICT-4", "function_response"),
+    "tool_fact_after_terminal": (frozenset({"eventId", "toolCallId"}), "STRICT-6", None),
+    "duplicate_event_id": (frozenset({"eventId"}), "STRICT-1", None),
+    "run_identity_conflict": (frozenset({"eventId"}), "STRICT-5", None),
+    "runtime_offset_mismatch": (frozenset(), "OFF-1", None),
+}
+_DANGLING_CODES = frozenset({"pending_tool_result", "unmatched_tool_result", "tool_name_mismatch"})
+
+Problem = tuple[str, str]  # (JSON pointer below the expectation, what is wrong and the clause that says so)
+
+
+def offset_problems(length: int, expected_high_water: int | None, expect: Mapping[str, Any]) -> list[Problem]:
+    """Where *expect* contradicts OFF-1 for a prefix of *length* events read with *expected_high_water*.
+
+    A high-water that differs from the length demands the diagnostic and its reason; one that is equal, or
+    none at all, changes nothing, so neither may appear.
+    """
+    codes = [diagnostic["code"] for diagnostic in expect["diagnostics"]]
+    reasons = list(expect["rejectionReasons"])
+    code = "runtime_offset_mismatch"
+    if expected_high_water is not None and expected_high_water != length:
+        why = f"expectedHighWater {expected_high_water} differs from the {length} event(s) (OFF-1)"
+        return [
+            *([("/diagnostics", f"must hold a {code} diagnostic: {why}")] if code not in codes else []),
+            *([("/rejectionReasons", f"must hold {code}: {why}")] if code not in reasons else []),
+        ]
+    why = (
+        "no expectedHighWater is given"
+        if expected_high_water is None
+        else f"expectedHighWater {expected_high_water} equals the {length} event(s), which changes nothing"
+    )
+    problems = [(f"/diagnostics/{codes.index(code)}", f"cannot be {code}: {why} (OFF-1)")] if code in codes else []
+    if code in reasons:
+        problems.append((f"/rejectionReasons/{reasons.index(code)}", f"cannot be {code}: {why} (OFF-1)"))
+    return problems
+
+
+def reason_problems(expect: Mapping[str, Any]) -> list[Problem]:
+    """Where *expect*'s core rejection reasons disagree with its diagnostics (PLAN-5)."""
+    codes = {diagnostic["code"] for diagnostic in expect["diagnostics"]}
+    reasons = set(expect["rejectionReasons"])
+    problems = []
+    for reason, present in (
+        ("runtime_offset_mismatch", "runtime_offset_mismatch" in codes),
+        ("dangling_tool_state", bool(codes & _DANGLING_CODES)),
+    ):
+        if present and reason not in reasons:
+            problems.append(("/rejectionReasons", f"must hold {reason}, which its diagnostics give (PLAN-5)"))
+        elif not present and reason in reasons:
+            problems.append(("/rejectionReasons", f"holds {reason}, which no diagnostic gives (PLAN-5)"))
+    return problems
+
+
+def _tool_events(events: Sequence[Event], event_id: str, kinds: tuple[str, ...]) -> list[Mapping[str, Any]]:
+    """The contents of the non-partial events called *event_id* whose content kind is one of *kinds*."""
+    return [
+        event["content"]
+        for event in events
+        if event["id"] == event_id
+        and not event.get("partial")
+        and isinstance(event.get("content"), Mapping)
+        and event["content"].get("kind") in kinds
+    ]
+
+
+def tool_problems(events: Sequence[Event], expect: Mapping[str, Any]) -> list[Problem]:
+    """Where *expect* names a tool call, tool name or event its events cannot give (OP-1, OP-3, PLAN-2 to PLAN-4,
+    STRICT-1 to STRICT-6, and the diagnostic fields under PLAN-10)."""
+    problems: list[Problem] = []
+    for index, operation in enumerate(expect["operations"]):
+        at, call_id = f"/operations/{index}", operation["toolCallId"]
+        calls = _tool_events(events, operation["callRuntimeEventId"], ("function_call",))
+        if not calls:
+            problems.append((f"{at}/callRuntimeEventId", "names no non-partial function_call event (OP-1)"))
+        elif not any(call.get("id") == call_id for call in calls):
+            problems.append((f"{at}/toolCallId", f"{call_id!r} is not the tool-call id of its call event (OP-1)"))
+        elif not any(call.get("id") == call_id and call.get("name") == operation["toolName"] for call in calls):
+            message = f"{operation['toolName']!r} is not the name its call event gives (OP-1)"
+            problems.append((f"{at}/toolName", message))
+        if "responseRuntimeEventId" in operation:
+            responses = _tool_events(events, operation["responseRuntimeEventId"], ("function_response",))
+            if not any(response.get("id") == call_id for response in responses):
+                message = f"names no non-partial function_response with tool-call id {call_id!r} (OP-2, OP-3)"
+                problems.append((f"{at}/responseRuntimeEventId", message))
+    for index, diagnostic in enumerate(expect["diagnostics"]):
+        at, code = f"/diagnostics/{index}", diagnostic["code"]
+        fields, clause, kind = DIAGNOSTIC_FIELDS[code]
+        given = {name for name in ("eventId", "toolCallId") if name in diagnostic}
+        if given != fields:
+            carried = " and ".join(sorted(fields)) or "neither eventId nor toolCallId"
+            problems.append((at, f"a {code} diagnostic carries {carried}, no more and no less (PLAN-10, {clause})"))
+            continue
+        if "toolCallId" in fields:
+            kinds = (kind,) if kind else ("function_call", "function_response")
+            named = _tool_events(events, diagnostic["eventId"], kinds)
+            if not named:
+                message = f"a {code} diagnostic names a non-partial {' or '.join(kinds)} event ({clause})"
+                problems.append((f"{at}/eventId", message))
+            elif not any(content.get("id") == diagnostic["toolCallId"] for content in named):
+                call_id, event_id = diagnostic["toolCallId"], diagnostic["eventId"]
+                message = f"{call_id!r} is not the tool-call id of event {event_id!r} ({clause})"
+                problems.append((f"{at}/toolCallId", message))
+    return problems
+
+
+def ledger_problems(fault: Mapping[str, Any], rows: int, expect: Mapping[str, Any]) -> list[Problem]:
+    """Where a ledger-fault expectation contradicts what the fault leaves in a ledger of *rows* rows.
+
+    Pointers are below the case. A torn last row leaves the rows before it and a read that succeeds
+    (STORE-3, STORE-4); a damaged committed row is the first row that is no RuntimeEvent, so the read fails
+    closed at its line (STORE-5).
+    """
+    if fault["kind"] == "tear-last-row":
+        if expect["status"] != "ok":
+            return [("/expect/status", "must be ok: a torn tail is never corruption, the read succeeds (STORE-4)")]
+        if expect["committedRows"] != rows - 1:
+            message = (
+                f"must be {rows - 1}: the torn last row of {rows} is not committed, the rows before it are (STORE-3)"
+            )
+            return [("/expect/committedRows", message)]
+        return []
+    row = fault["row"]
+    if expect["status"] != "corrupt":
+        return [("/expect/status", f"must be corrupt: row {row} is damaged and the read fails closed (STORE-5)")]
+    if expect["line"] != row:
+        message = f"must be {row}: the damaged row is the first that is no RuntimeEvent (STORE-5)"
+        return [("/expect/line", message)]
+    return []
+
+
+def _raise_first(file: _File, problems: list[Problem], at: str, case_id: str | None) -> None:
+    if problems:
+        pointer, message = problems[0]
+        raise file.error(message, at + pointer, case_id)
+
+
+def _check_semantics(
+    file: _File, case_id: str, events: Sequence[Event], high_water: int | None, expect: Mapping[str, Any], at: str
+) -> None:
+    """An expectation the spec's clauses contradict would be blamed on every implementation: refuse it."""
+    core_reasons = {
+        **expect,
+        "rejectionReasons": [r for r in expect["rejectionReasons"] if r != "ledger_integrity_violation"],
+    }
+    for problems in (
+        offset_problems(len(events), high_water, expect),
+        reason_problems(core_reasons),
+        tool_problems(events, expect),
+    ):
+        _raise_first(file, problems, at, case_id)
+
+
 def _check_strict_extends(
     file: _File, case_id: str, events: Sequence[Event], core: Mapping[str, Any], strict: Mapping[str, Any], at: str
 ) -> None:
@@ -441,8 +635,10 @@ def _check_strict_extends(
 def _decision(file: _File, data: dict[str, Any], index: int, raw: dict[str, Any]) -> DecisionCase:
     at = f"/cases/{index}"
     events = file.events([data.get("envelope"), raw.get("envelope")], raw["events"], f"{at}/events", raw["id"])
+    high_water = raw.get("expectedHighWater")
     _check_references(file, raw["id"], events, raw["expect"], f"{at}/expect")
     _check_consistency(file, raw["id"], raw["profile"], events, raw["expect"], f"{at}/expect")
+    _check_semantics(file, raw["id"], events, high_water, raw["expect"], f"{at}/expect")
     strict = raw.get("expect_strict")
     if strict is not None:
         if raw["profile"] != "core":
@@ -454,7 +650,7 @@ def _decision(file: _File, data: dict[str, Any], index: int, raw: dict[str, Any]
         _check_references(file, raw["id"], events, strict, f"{at}/expect_strict")
         _check_consistency(file, raw["id"], "strict", events, strict, f"{at}/expect_strict")
         _check_strict_extends(file, raw["id"], events, raw["expect"], strict, f"{at}/expect_strict")
-    prefix = f"{at}/"
+        _check_semantics(file, raw["id"], events, high_water, strict, f"{at}/expect_strict")
     return DecisionCase(
         id=raw["id"],
         description=raw["description"],
@@ -464,8 +660,7 @@ def _decision(file: _File, data: dict[str, Any], index: int, raw: dict[str, Any]
         events=events,
         expect=raw["expect"],
         expect_strict=strict,
-        expected_high_water=raw.get("expectedHighWater"),
-        line_of={p[len(prefix) :]: line for p, line in file.document.lines.items() if p.startswith(prefix)},
+        expected_high_water=high_water,
     )
 
 
@@ -489,6 +684,7 @@ def _failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         events = scenario[: prefix["length"]]
         _check_references(file, f"prefix-{name}", events, prefix["expect"], f"{at}/expect")
         _check_consistency(file, f"prefix-{name}", "core", events, prefix["expect"], f"{at}/expect")
+        _check_semantics(file, f"prefix-{name}", events, None, prefix["expect"], f"{at}/expect")
         yield DecisionCase(
             id=f"prefix-{name.replace('_', '-')}",
             description=f"The committed prefix {name} of the failpoint scenario.",
@@ -526,6 +722,11 @@ def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
             file.report(
                 file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
             )
+            continue
+        problems = ledger_problems(raw["fault"], len(ledger), raw["expect"])
+        if problems:
+            pointer, message = problems[0]
+            file.report(file.error(message, at + pointer, raw["id"]))
             continue
         yield LedgerFaultCase(
             id=raw["id"],
@@ -587,7 +788,7 @@ def _check_p1_templates(file: _File, data: Mapping[str, Any]) -> None:
             "origin_url": "file:///origin.git",
             **template,
         }
-        violation = schemas.first_violation(schemas.P1_TASK, task)
+        violation = schemas.first_violation(schemas.P1_TASK, task, exact_integers=True)
         if violation is not None:
             raise file.error(f"is not a valid task: {violation.message}", f"/tasks/{name}{violation.pointer}")
 
@@ -712,13 +913,20 @@ _READERS = {
 }
 
 
-def load_file(path: Path, root: Path | None = None, problems: list[FixtureError] | None = None) -> list[Case]:
+def load_file(
+    path: Path, root: Path | None = None, problems: list[FixtureError] | None = None, raw: bytes | None = None
+) -> list[Case]:
     """Every case of one fixture file, or FixtureError.
 
     With *problems*, every problem found is appended to it instead, and the cases without one are returned.
+    *raw* is the file's bytes when the caller has read them already.
     """
+    # A file of many cases makes millions of small objects and no cycles: the collector's full passes over
+    # them would make loading grow faster than the file.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        file = _File(path, root or path.parent, problems)
+        file = _File(path, root or path.parent, problems, raw)
         data = file.validated()
         return list(_READERS[data["kind"]](file, data))
     except _Abandon:
@@ -728,24 +936,45 @@ def load_file(path: Path, root: Path | None = None, problems: list[FixtureError]
             raise
         problems.append(error)
         return []
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def fixture_files(root: Path) -> list[Path]:
-    """The fixture files below *root*, in a stable order on every OS."""
+    """The fixture files below *root*, in a stable order on every OS; FileNotFoundError if it is no folder."""
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise FileNotFoundError(f"the golden folder {root} {what}")
     return sorted(
         (p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()), key=lambda p: p.as_posix()
     )
 
 
-def load_suite(root: Path | None = None) -> Suite:
-    """Every case below *root* (the bundled golden directory by default); ids are unique across files."""
+def load_suite(root: Path | None = None, *, cache: bool = True) -> Suite:
+    """Every case below *root* (the bundled golden directory by default); ids are unique across files.
+
+    With *cache*, a golden set validated before is read back from the user's cache when every byte it was
+    built from is the same (``_cache``); otherwise each file is parsed and checked, and the result cached.
+    """
     root = root or golden_dir()
+    files = [(path, _name(path, root)) for path in fixture_files(root)]
+    contents = [_read(path, name) for path, name in files]
+    digest = hashlib.sha256()
+    for (_, name), raw in zip(files, contents, strict=True):
+        digest.update(name.encode() + b"\0" + raw + b"\0")
+    key = _cache.key(digest.hexdigest()) if cache else None
+    if key is not None:
+        cached = _cache.load(root, key)
+        if cached is not None:
+            try:
+                return Suite(_decode_cases(cached), root, digest.hexdigest())
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass  # a cache from elsewhere or damaged: read the files
     cases: list[Case] = []
     seen: dict[str, Source] = {}
-    digest = hashlib.sha256()
-    for path in fixture_files(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-        for case in load_file(path, root):
+    for (path, _), raw in zip(files, contents, strict=True):
+        for case in load_file(path, root, raw=raw):
             if case.id in seen:
                 raise FixtureError(
                     case.source.file,
@@ -755,4 +984,47 @@ def load_suite(root: Path | None = None) -> Suite:
                 )
             seen[case.id] = case.source
             cases.append(case)
+    if key is not None:
+        _cache.store(root, key, _encode_cases(cases))
     return Suite(tuple(cases), root, digest.hexdigest())
+
+
+_CASE_TYPES: dict[str, type[Case]] = {
+    cls.kind: cls for cls in (DecisionCase, CrashCase, LedgerFaultCase, ScheduleCase, ScenarioCase)
+}
+
+
+def _encode_cases(cases: Sequence[Case]) -> list[dict[str, Any]]:
+    """Cases as JSON values: each field by name, the source as [file, line], the kind to rebuild it."""
+    encoded = []
+    for case in cases:
+        item: dict[str, Any] = {"kind": case.kind}
+        for spec in dataclasses.fields(case):
+            value = getattr(case, spec.name)
+            item[spec.name] = [value.file, value.line] if isinstance(value, Source) else value
+        encoded.append(item)
+    return encoded
+
+
+def _decode_cases(encoded: Any) -> tuple[Case, ...]:
+    """The cases of ``_encode_cases``; KeyError, TypeError or ValueError when *encoded* is not its output."""
+    shapes = {kind: _shape(cls) for kind, cls in _CASE_TYPES.items()}
+    cases = []
+    for item in encoded:
+        kind = item["kind"]
+        names, tuples = shapes[kind]
+        if item.keys() != names:
+            raise ValueError("the cached case's fields are not this kit's")
+        values = {name: item[name] for name in names if name != "kind"}
+        for name in tuples:
+            values[name] = tuple(values[name])
+        file, line = values["source"]
+        values["source"] = Source(file, line)
+        cases.append(_CASE_TYPES[kind](**values))
+    return tuple(cases)
+
+
+def _shape(cls: type[Case]) -> tuple[set[str], list[str]]:
+    """A case class's encoded keys, and its fields held as tuples."""
+    specs = dataclasses.fields(cls)
+    return {"kind", *(spec.name for spec in specs)}, [spec.name for spec in specs if str(spec.type).startswith("tuple")]

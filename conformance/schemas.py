@@ -1,4 +1,8 @@
-"""The kit's JSON Schemas, loaded once and linked through one registry."""
+"""The kit's JSON Schemas, loaded once and linked through one registry.
+
+jsonschema is imported on first use, not with this module: a start that finds its golden set in the
+cache (``resumekit list``) never needs it.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,14 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, relevance
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING, Any
 
 from resumekit.conformance._resources import schemas_dir
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+    from referencing import Registry
 
 BASE = "https://resumekit.dev/schemas/"
 RUNTIME_EVENT = BASE + "phase0/runtime-event.json"
@@ -44,20 +48,52 @@ class SchemaViolation:
 @cache
 def registry() -> Registry[Any]:
     """Every schema under ``schemas/``, keyed by its ``$id``."""
+    return _registry(keep_dialect=True)
+
+
+@cache
+def _registry(keep_dialect: bool) -> Registry[Any]:
+    # Without its "$schema", a file reached through "$ref" is validated by the class that started, not
+    # the one its dialect names: the exact-integer class must reach every file (they all are 2020-12).
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     resources = []
     for path in sorted(schemas_dir().rglob("*.json")):
         contents = json.loads(path.read_text(encoding="utf-8"))
         if "$id" not in contents:
             raise ValueError(f"schema {path} has no '$id'")
+        if not keep_dialect:
+            contents.pop("$schema", None)
         resources.append((contents["$id"], Resource.from_contents(contents, default_specification=DRAFT202012)))
     return Registry().with_resources(resources).crawl()
 
 
 @cache
-def validator(uri: str) -> Draft202012Validator:
-    """A validator for the schema whose ``$id`` is *uri*."""
-    schema = registry().contents(uri)
-    return Draft202012Validator(schema, registry=registry())
+def validator(uri: str, exact_integers: bool = False) -> Draft202012Validator:
+    """A validator for the schema whose ``$id`` is *uri*.
+
+    With *exact_integers*, ``"type": "integer"`` takes only integers as written: JSON Schema counts
+    ``2.0`` as an integer, but a fixture's ``length: 2.0`` is a mistake its author should hear about
+    rather than a float the kit later slices a list with.
+    """
+    from jsonschema import Draft202012Validator
+
+    if not exact_integers:
+        return Draft202012Validator(registry().contents(uri), registry=registry())
+    plain = _registry(keep_dialect=False)
+    exact: type[Draft202012Validator] = _exact_integer_class()
+    return exact(plain.contents(uri), registry=plain)
+
+
+@cache
+def _exact_integer_class() -> Any:
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    return validators.extend(Draft202012Validator, type_checker=checker)  # type: ignore[no-untyped-call]
 
 
 def pointer(path: Any) -> str:
@@ -65,9 +101,11 @@ def pointer(path: Any) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
-def violations(uri: str, instance: Any) -> Iterator[SchemaViolation]:
+def violations(uri: str, instance: Any, *, exact_integers: bool = False) -> Iterator[SchemaViolation]:
     """Every violation of the schema *uri* by *instance*, the most relevant per location first."""
-    errors = list(validator(uri).iter_errors(instance))
+    from jsonschema.exceptions import relevance
+
+    errors = list(validator(uri, exact_integers).iter_errors(instance))
     if not errors:
         return
     # The error a person should read first (jsonschema's relevance); among alternatives (oneOf, anyOf) the
@@ -83,6 +121,8 @@ def violations(uri: str, instance: Any) -> Iterator[SchemaViolation]:
 
 
 def _closest_branch(error: ValidationError) -> ValidationError:
+    from jsonschema.exceptions import relevance
+
     while error.validator in ("oneOf", "anyOf") and error.context:
         branches: dict[Any, list[ValidationError]] = {}
         for sub in error.context:
@@ -92,6 +132,6 @@ def _closest_branch(error: ValidationError) -> ValidationError:
     return error
 
 
-def first_violation(uri: str, instance: Any) -> SchemaViolation | None:
+def first_violation(uri: str, instance: Any, *, exact_integers: bool = False) -> SchemaViolation | None:
     """The most relevant violation of schema *uri* by *instance*, or None when it is valid."""
-    return next(violations(uri, instance), None)
+    return next(violations(uri, instance, exact_integers=exact_integers), None)

@@ -242,6 +242,73 @@ def journal_inserts(rows: int, repeats: int) -> None:
     print(f"  reference journal:      {rows / t_ref:8.0f} rows/s   {t_raw / t_ref:.2f}x the raw loop (target >= 0.8x)")
 
 
+_LOADING_HEADER = (
+    "schema_version: 1\nkind: phase0/decisions\n"
+    "envelope: {invocationId: i, runId: r, sessionId: s, turnId: t, ts: 1, partial: false}\ncases:\n"
+)
+_LOADING_CASE = """  - id: case-{n:05d}
+    description: A user message, a call and its response are safe to replay.
+    clauses: [OP-1, OP-3]
+    profile: core
+    events:
+      - {{id: e1, role: user, author: user, content: {{kind: text, text: "list the files {n}"}}}}
+      - {{id: e2, role: model, author: agent, content: {{kind: function_call, id: t1, name: Bash, args: {{n: {n}}}}}}}
+      - {{id: e3, role: tool, author: tool, content: {{kind: function_response, id: t1, name: Bash, result: {{}}}}}}
+    expect:
+      disposition: safe_replay
+      requiresVerification: false
+      sourceRuntimeEventHighWater: 3
+      rejectionReasons: []
+      operations:
+        - {{toolCallId: t1, toolName: Bash, status: succeeded, callRuntimeEventId: e2, responseRuntimeEventId: e3,
+           responseIsError: false}}
+      diagnostics: []
+      replay: [e1, e2, e3]
+"""
+
+
+def _best_cpu(repeats: int, work: Callable[[], object]) -> float:
+    timings = []
+    for _ in range(repeats):
+        began = time.process_time()
+        work()
+        timings.append(time.process_time() - began)
+    return min(timings)
+
+
+def fixture_loading(repeats: int) -> None:
+    """Loading and validating N cases from one file, at 1,000 and 10,000: linear means about 10x."""
+    timings: dict[int, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for count in (1_000, 10_000):
+            root = Path(scratch, f"golden-{count}")
+            root.mkdir()
+            text = _LOADING_HEADER + "".join(_LOADING_CASE.format(n=n) for n in range(count))
+            (root / "cases.yaml").write_text(text, encoding="utf-8")
+            assert len(fixtures.load_suite(root, cache=False).cases) == count
+            cold = _best_cpu(max(2, repeats // 2), lambda root=root: fixtures.load_suite(root, cache=False))
+            os.environ["RESUMEKIT_CACHE_DIR"] = str(Path(scratch, "cache"))
+            fixtures.load_suite(root)
+            warm = _best_cpu(repeats, lambda root=root: fixtures.load_suite(root))
+            timings[count] = (cold, warm)
+    # CPU seconds: on a shared machine the wall clock mostly measures the neighbours.
+    print("fixture loading (one file of N decision cases; parse, schema and clause checks; best CPU seconds):")
+    for count, (cold, warm) in timings.items():
+        print(f"  {count:6d} cases: {cold:6.2f} s ({cold / count * 1e3:.2f} ms a case), from the cache {warm:5.2f} s")
+    ratio = timings[10_000][0] / timings[1_000][0]
+    print(f"  10,000 / 1,000: {ratio:.1f}x (linear is 10x; the target is under 10x plus noise)")
+    started = {}
+    for label, extra in (("cached", {}), ("no cache", {"RESUMEKIT_NO_CACHE": "1"})):
+        env = {**os.environ, **extra}
+        argv = [sys.executable, "-m", "resumekit.conformance", "list"]
+        subprocess.run(argv, capture_output=True, check=True, env=env)
+        started[label] = best(
+            repeats, lambda argv=argv, env=env: subprocess.run(argv, capture_output=True, check=True, env=env)
+        )
+    print(f"  resumekit list (bundled golden set): {started['cached']:.3f} s cached, "
+          f"{started['no cache']:.3f} s without (target under 0.25 s)")
+
+
 def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, Any]]:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
@@ -297,6 +364,8 @@ def main() -> None:
     appends(arguments.rows, arguments.repeats)
     print()
     journal_inserts(arguments.rows, arguments.repeats)
+    print()
+    fixture_loading(arguments.repeats)
     print()
     certification(arguments.seed, full=not arguments.no_full)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +14,21 @@ import pytest
 from tests.support import ROOT
 
 pytest_plugins = ["pytester"]
+_CACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The kit caches the validated golden set; its own tests, and the kits they start, keep that cache in a
+    # folder of their own rather than the user's.
+    if "RESUMEKIT_CACHE_DIR" not in os.environ:
+        os.environ["RESUMEKIT_CACHE_DIR"] = config.stash[_CACHE] = tempfile.mkdtemp(prefix="rk-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_CACHE, None)
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("RESUMEKIT_CACHE_DIR", None)
 
 
 @pytest.fixture

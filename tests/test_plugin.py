@@ -46,7 +46,7 @@ def test_a_failure_points_at_the_yaml_line_and_clause(run) -> None:  # type: ign
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*failpoints.yaml:27: golden case 'prefix-after-function-call'*",
+            "*failpoints.yaml:26: golden case 'prefix-after-function-call'*",
             "*/replayRuntimeEvents ?PLAN-9?*",
             '*expected: ?"evt-user"?*',
         ]

@@ -107,8 +107,8 @@ def open_request(workspace: Path, *, seq: int) -> dict[str, Any]:
 
 
 def read_fresh(workspace: Path) -> ReadResult:
-    with LedgerStore(workspace, SESSION, RUN) as fresh:
-        return fresh.read()
+    """The ledger as a reader sees it, without a store (a store would be a second writer)."""
+    return store_module.read_ledger(workspace, SESSION, RUN)
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int] | None]:
@@ -184,9 +184,12 @@ def test_creating_the_ledger_syncs_every_directory_that_gained_an_entry(
     monkeypatch.setattr(store_module, "sync_directory", synced.append)
     run_dir = ledger(workspace).parent
     with LedgerStore(workspace, SESSION, RUN) as first:
+        # Opening made the directories and the lock file: every parent that gained an entry, deepest first.
+        assert synced == [run_dir, run_dir.parent, run_dir.parent.parent, workspace / "sessions", workspace]
+        synced.clear()
         first.append(EVENTS[0])
         first.append(EVENTS[1])  # the file exists now: no directory gained anything
-    assert synced == [run_dir, run_dir.parent, run_dir.parent.parent, workspace / "sessions", workspace]
+    assert synced == [run_dir]  # the ledger file's entry
 
     synced.clear()
     with LedgerStore(workspace, SESSION, RUN) as reopened:
@@ -195,20 +198,21 @@ def test_creating_the_ledger_syncs_every_directory_that_gained_an_entry(
 
     with LedgerStore(workspace, SESSION, "run-2") as other:
         other.append(EVENTS[0])
-    assert synced == [workspace / "sessions" / SESSION / "runs" / "run-2", run_dir.parent]
+    run_2 = workspace / "sessions" / SESSION / "runs" / "run-2"
+    assert synced == [run_2, run_dir.parent, run_2]
 
 
 def test_a_missing_ledger_reads_as_empty_and_nothing_is_created(workspace: Path, store: LedgerStore) -> None:
+    opened = snapshot(workspace)
+    assert [path.name for path in ledger(workspace).parent.iterdir()] == ["runtime-events.jsonl.lock"]
     assert store.read() == ReadResult((), None)
-    assert list(workspace.iterdir()) == []
+    assert store_module.read_ledger(workspace, SESSION, RUN) == ReadResult((), None)
+    assert snapshot(workspace) == opened
 
 
-def test_append_needs_an_existing_workspace(tmp_path: Path) -> None:
-    with (
-        LedgerStore(tmp_path / "absent", SESSION, RUN) as orphan,
-        pytest.raises(FileNotFoundError, match="workspace"),
-    ):
-        orphan.append(EVENTS[0])
+def test_opening_needs_an_existing_workspace(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="workspace"):
+        LedgerStore(tmp_path / "absent", SESSION, RUN)
     assert not (tmp_path / "absent").exists()
 
 
@@ -244,9 +248,10 @@ def test_ids_inside_the_pattern_are_accepted(workspace: Path, good: str) -> None
 def test_append_refuses_what_a_read_would_reject_and_writes_nothing(
     workspace: Path, store: LedgerStore, event: Any, why: str
 ) -> None:
+    opened = snapshot(workspace)
     with pytest.raises(ValueError, match=why):
         store.append(event)
-    assert list(workspace.iterdir()) == []
+    assert snapshot(workspace) == opened
     assert store.append(EVENTS[0]) == 1  # a refused event leaves the store usable
 
 
@@ -414,6 +419,7 @@ def test_reading_changes_no_byte_of_the_workspace(workspace: Path, state: str) -
     data = LEDGER_STATES[state]
     if data is not None:
         write_ledger(workspace, data)
+    LedgerStore(workspace, SESSION, RUN).close()  # opening makes the lock file; reading makes nothing
     before = snapshot(workspace)
     for _ in range(3):
         with LedgerStore(workspace, SESSION, RUN) as reader:
@@ -428,9 +434,9 @@ def test_reading_changes_no_byte_of_the_workspace(workspace: Path, state: str) -
 
 def test_planning_over_the_protocol_changes_nothing(workspace: Path) -> None:
     write_ledger(workspace, row(EVENTS[0]) + row(EVENTS[1]) + b'{"torn')
-    before = snapshot(workspace)
     harness = Harness()
     harness.handle(open_request(workspace, seq=1))
+    before = snapshot(workspace)  # as the kit does: after open, which may prepare the store
     first = harness.handle({"cmd": "phase0.store.plan", "seq": 2, "profile": "strict"})
     second = harness.handle({"cmd": "phase0.store.plan", "seq": 3, "profile": "strict"})
     harness.shutdown()

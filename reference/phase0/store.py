@@ -68,7 +68,7 @@ LOCK_FILE_NAME = LEDGER_FILE_NAME + ".lock"
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 # Names Windows gives to devices in every directory, whatever the case (ids hold no dot, so no extension).
 _RESERVED = frozenset(
-    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"] + [f"{kind}{n}" for kind in ("COM", "LPT") for n in range(1, 10)]
+    ["CON", "PRN", "AUX", "NUL"] + [f"{kind}{n}" for kind in ("COM", "LPT") for n in range(1, 10)]
 )
 _SCAN_CHUNK = 1 << 20
 

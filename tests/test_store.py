@@ -197,7 +197,7 @@ def test_creating_the_ledger_syncs_every_directory_that_gained_an_entry(
     assert synced == []
 
     with LedgerStore(workspace, SESSION, "run-2") as other:
-        other.append(EVENTS[0])
+        other.append(dict(EVENTS[0], runId="run-2"))
     run_2 = workspace / "sessions" / SESSION / "runs" / "run-2"
     assert synced == [run_2, run_dir.parent, run_2]
 
@@ -227,7 +227,7 @@ def test_ids_outside_the_pattern_are_refused(workspace: Path, bad: Any, which: s
 @pytest.mark.parametrize("good", ["a", "A-z_0-9", "x" * 128])
 def test_ids_inside_the_pattern_are_accepted(workspace: Path, good: str) -> None:
     with LedgerStore(workspace, good, good) as opened:
-        assert opened.append(EVENTS[0]) == 1
+        assert opened.append(dict(EVENTS[0], sessionId=good, runId=good)) == 1
         assert opened.ledger_path == workspace / "sessions" / good / "runs" / good / "runtime-events.jsonl"
 
 
@@ -704,3 +704,76 @@ def test_a_terminate_signal_is_an_orderly_exit(child: Child, workspace: Path, tm
     child.process.send_signal(signal.SIGTERM)
     assert child.wait() != 0
     assert marker.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The strict reading of the tail and of identity (STORE-9, STORE-10)
+# --------------------------------------------------------------------------------------------
+
+UNTORN_TAILS = {
+    "cannot be a JSON prefix": b'{"id":]',
+    "garbage": b"\x8f#garbage",
+    "a complete object that is no RuntimeEvent": b"{}",
+    "an array": b'["a"',
+    "a row of another run, unterminated": row(dict(EVENTS[1], runId="run-9"))[:-1],
+}
+
+
+@pytest.mark.parametrize("tail", UNTORN_TAILS, ids=list(UNTORN_TAILS))
+def test_a_tail_that_cannot_be_a_torn_append_fails_the_read_and_the_append_leaves_it(
+    workspace: Path, tail: str
+) -> None:
+    data = row(EVENTS[0]) + row(EVENTS[1]) + UNTORN_TAILS[tail]
+    write_ledger(workspace, data)
+    with pytest.raises(CorruptLedger) as caught:
+        read_fresh(workspace)
+    assert caught.value.line == 3
+    with LedgerStore(workspace, SESSION, RUN) as store:
+        with pytest.raises(CorruptLedger, match="refuses"):
+            store.append(EVENTS[2])
+        assert ledger(workspace).read_bytes() == data
+        with pytest.raises(CorruptLedger):  # refused again, and still nothing cut
+            store.append(EVENTS[2])
+    assert ledger(workspace).read_bytes() == data
+
+
+def test_a_torn_prefix_in_any_character_is_still_torn(workspace: Path) -> None:
+    last = row(EVENTS[0])  # holds multi-byte characters and a U+2028
+    for cut in range(1, len(last) - 1):
+        write_ledger(workspace, last[:cut])
+        assert read_fresh(workspace) == ReadResult((), TornTail(0, cut)), f"cut after {cut} bytes"
+
+
+@pytest.mark.parametrize("field", ["sessionId", "runId"])
+@pytest.mark.parametrize("line", [1, 3])
+def test_a_committed_row_of_another_run_fails_the_read_closed(workspace: Path, field: str, line: int) -> None:
+    rows = [row(event) for event in EVENTS]
+    rows[line - 1] = row(dict(EVENTS[line - 1], **{field: "someone-else"}))
+    write_ledger(workspace, b"".join(rows))
+    with pytest.raises(CorruptLedger, match="not to session") as caught:
+        read_fresh(workspace)
+    assert caught.value.line == line
+
+
+@pytest.mark.parametrize("field", ["sessionId", "runId"])
+def test_an_event_of_another_run_is_refused_on_append_and_writes_nothing(
+    workspace: Path, store: LedgerStore, field: str
+) -> None:
+    store.append(EVENTS[0])
+    with pytest.raises(ValueError, match="STORE-10"):
+        store.append(dict(EVENTS[1], **{field: "someone-else"}))
+    assert ledger(workspace).read_bytes() == row(EVENTS[0])
+    assert store.append(EVENTS[1]) == 2
+
+
+def test_turn_and_invocation_are_not_part_of_the_identity_the_store_binds(workspace: Path, store: LedgerStore) -> None:
+    store.append(EVENTS[0])
+    store.append(dict(EVENTS[1], turnId="turn-2", invocationId="inv-2"))
+    assert len(read_fresh(workspace).events) == 2
+
+
+def test_a_complete_row_of_this_run_without_its_line_feed_is_cut_by_the_next_append(workspace: Path) -> None:
+    write_ledger(workspace, row(EVENTS[0]) + row(EVENTS[1])[:-1])
+    with LedgerStore(workspace, SESSION, RUN) as store:
+        assert store.append(EVENTS[2]) == 2
+    assert ledger(workspace).read_bytes() == row(EVENTS[0]) + row(EVENTS[2])

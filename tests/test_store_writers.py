@@ -53,7 +53,7 @@ def test_a_second_store_on_an_open_run_is_refused_until_the_first_closes(workspa
 
 def test_another_run_of_the_same_session_is_not_locked_out(workspace: Path) -> None:
     with LedgerStore(workspace, SESSION, RUN), LedgerStore(workspace, SESSION, "run-2") as other:
-        assert other.append(event("b", 0, 10)) == 1
+        assert other.append(dict(event("b", 0, 10), runId="run-2")) == 1
 
 
 def test_a_second_process_is_refused_while_a_store_is_open(workspace: Path) -> None:
@@ -172,13 +172,13 @@ def test_windows_device_names_are_refused_as_ids(workspace: Path, name: str, whi
 @pytest.mark.parametrize("name", ["CONSOLE", "COM10", "LPT0", "NULL", "con-1"])
 def test_names_that_only_look_like_devices_are_accepted(workspace: Path, name: str) -> None:
     with LedgerStore(workspace, name, name) as store:
-        assert store.append(event("a", 0, 5)) == 1
+        assert store.append(dict(event("a", 0, 5), sessionId=name, runId=name)) == 1
 
 
 @pytest.mark.parametrize("which", ["session", "run"])
 def test_an_id_differing_only_in_case_from_an_existing_one_is_refused(workspace: Path, which: str) -> None:
     with LedgerStore(workspace, "Session-1", "Run-1") as first:
-        first.append(event("a", 0, 5))
+        first.append(dict(event("a", 0, 5), sessionId="Session-1", runId="Run-1"))
     ids = {"session": "Session-1", "run": "Run-1", which: {"session": SESSION, "run": RUN}[which]}
     before = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*"))
     with pytest.raises(ValueError, match="differs only in letter case"):

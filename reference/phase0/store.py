@@ -6,16 +6,23 @@ written here, and the projection never sees a file. One run's ledger lives at
     <workspace>/sessions/<sessionId>/runs/<runId>/runtime-events.jsonl
 
 and is UTF-8 JSON Lines, one RuntimeEvent object per row (STORE-1). The line feed that ends a row is
-its commit marker (STORE-3):
+its commit marker (STORE-3).
+
+The reference takes the strict reading of every choice the source leaves open (section 9):
 
 - ``append`` writes the whole row (compact JSON and its ``\\n``) with one write, flushes it and syncs
   it to stable storage before it returns (STORE-2). If the file ends in bytes after its last line
-  feed, the trace of an append a crash interrupted, it first cuts them off and syncs the cut, so a
-  row never starts in the middle of torn bytes (STORE-7).
-- ``read`` returns the committed rows and reports an uncommitted tail without parsing it (STORE-4,
-  TORN-1). A committed row that is not a valid RuntimeEvent makes the whole read fail closed with
-  ``CorruptLedger`` naming its 1-based line (STORE-5). Reading opens the file read-only and never
-  creates, repairs or touches anything (STORE-6).
+  feed that are provably the trace of an append a crash interrupted (a proper prefix of a JSON
+  object, or a complete row of this run without its line feed: STORE-9), it first cuts them off and
+  syncs the cut, so a row never starts in the middle of torn bytes (STORE-7). Any other tail it
+  refuses to cut: the append fails with ``CorruptLedger`` and the file keeps every byte. An event of
+  another session or run is refused before any file is touched (STORE-10).
+- ``read`` returns the committed rows and reports a torn tail without making a fact of it (STORE-4,
+  TORN-1); a complete row without its line feed is uncommitted too (STORE-3). A committed row that is
+  not a valid RuntimeEvent, or a row of another session or run, makes the whole read fail closed with
+  ``CorruptLedger`` naming its 1-based line (STORE-5, STORE-10), and so does a tail that cannot be a
+  torn append (STORE-9). Reading opens the file read-only and never creates, repairs or touches
+  anything (STORE-6).
 
 One writer per run (STORE-8): opening a store creates the run's directories and a lock file beside the
 ledger, ``runtime-events.jsonl.lock``, and takes an exclusive lock on it (``flock`` on POSIX,
@@ -50,6 +57,7 @@ from typing import Any, BinaryIO
 
 from resumekit.reference.durable import sync_directory, sync_fd
 from resumekit.reference.phase0.events import event_problem
+from resumekit.reference.phase0.jsonprefix import INCOMPLETE, INVALID, object_prefix_state
 
 __all__ = [
     "LEDGER_FILE_NAME",
@@ -222,12 +230,57 @@ def _decode_row(path: Path, line: int, row: bytes) -> dict[str, Any]:
     return value
 
 
-def parse_ledger(path: Path, data: bytes) -> ReadResult:
-    """Split ledger bytes into committed events and an uncommitted tail (STORE-3 to STORE-5)."""
+def _identity_problem(event: Mapping[str, Any], run: tuple[str, str] | None) -> str | None:
+    """Why *event* is not a row of the run (session id, run id) this store holds, or None (STORE-10)."""
+    if run is None or (event.get("sessionId"), event.get("runId")) == run:
+        return None
+    return (
+        f"the row belongs to session {event.get('sessionId')!r}, run {event.get('runId')!r}, not to session "
+        f"{run[0]!r}, run {run[1]!r} that this ledger holds"
+    )
+
+
+def _decode_own_row(path: Path, line: int, row: bytes, run: tuple[str, str] | None) -> dict[str, Any]:
+    event = _decode_row(path, line, row)
+    problem = _identity_problem(event, run)
+    if problem is not None:
+        raise CorruptLedger(path, line, problem)
+    return event
+
+
+def tail_problem(path: Path, line: int, tail: bytes, run: tuple[str, str] | None) -> CorruptLedger | None:
+    """Why the bytes after the last line feed are not the trace of an interrupted append, or None.
+
+    A torn append leaves a proper prefix of its row, or the whole row without its line feed; anything
+    else is corruption that neither a read may skip nor an append cut (STORE-9).
+    """
+    state = object_prefix_state(tail)
+    if state == INCOMPLETE:
+        return None
+    if state == INVALID:
+        return CorruptLedger(
+            path, line, "the bytes after the last line feed cannot be the start of a row, so they are no torn append"
+        )
+    try:
+        _decode_own_row(path, line, tail, run)
+    except CorruptLedger as error:
+        return CorruptLedger(path, line, f"an unterminated row that is no row of this run: {error.reason}")
+    return None
+
+
+def parse_ledger(path: Path, data: bytes, run: tuple[str, str] | None = None) -> ReadResult:
+    """Split ledger bytes into committed events and an uncommitted tail (STORE-3 to STORE-5, STORE-9, STORE-10).
+
+    *run* is the (session id, run id) every row must carry; None reads rows of any run.
+    """
     committed_end = data.rfind(b"\n") + 1
     tail = len(data) - committed_end
     rows = data[:committed_end].split(b"\n")[:-1]
-    events = tuple(_decode_row(path, number, row) for number, row in enumerate(rows, start=1))
+    events = tuple(_decode_own_row(path, number, row, run) for number, row in enumerate(rows, start=1))
+    if tail:
+        problem = tail_problem(path, len(rows) + 1, data[committed_end:], run)
+        if problem is not None:
+            raise problem
     return ReadResult(events, TornTail(committed_end, tail) if tail else None)
 
 
@@ -344,7 +397,7 @@ def read_ledger(workspace: str | os.PathLike[str], session_id: str, run_id: str)
             data = handle.read()
     except FileNotFoundError:
         return ReadResult((), None)
-    return parse_ledger(path, data)
+    return parse_ledger(path, data, (session_id, run_id))
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,6 +497,9 @@ class LedgerStore:
         after the row is written, flushed and synced (STORE-2).
         """
         row = encode_row(event)
+        problem = _identity_problem(event, (self._session_id, self._run_id))
+        if problem is not None:
+            raise ValueError(f"the event is not one of this run's (STORE-10): {problem.replace('the row', 'it')}")
         if self._failure is not None:
             raise OSError(
                 f"{self._path}: an earlier append failed ({self._failure}); whether its row is durable is "
@@ -455,6 +511,7 @@ class LedgerStore:
             if os.fstat(fd).st_size != self._size:  # changed behind our back: learn it again
                 self._committed_end, self._rows, self._size = _scan(self._path)
             if self._size > self._committed_end:  # STORE-7: cut the torn tail back, durably
+                self._refuse_untorn_tail()
                 handle.truncate(self._committed_end)
                 handle.seek(0, os.SEEK_END)
                 sync_fd(fd)
@@ -465,6 +522,8 @@ class LedgerStore:
             # The run directory gained the ledger file when this store created it (STORE-2).
             for directory in new_directories:
                 sync_directory(directory)
+        except CorruptLedger:
+            raise  # refused before any byte changed: the store stays usable
         except BaseException as error:
             self._failure = f"{type(error).__name__}: {error}"
             self._close_handle()
@@ -473,6 +532,17 @@ class LedgerStore:
         self._size = self._committed_end
         self._rows += 1
         return self._rows
+
+    def _refuse_untorn_tail(self) -> None:
+        """Raise CorruptLedger unless the uncommitted tail is provably a torn append (STORE-9)."""
+        with self._path.open("rb") as reader:
+            reader.seek(self._committed_end)
+            tail = reader.read()
+        problem = tail_problem(self._path, self._rows + 1, tail, (self._session_id, self._run_id))
+        if problem is not None:
+            raise CorruptLedger(
+                self._path, problem.line, f"{problem.reason}; the append leaves them as they are and refuses"
+            )
 
     def _open_for_append(self) -> tuple[BinaryIO, list[Path]]:
         """The open ledger file, and the directories to sync because this call created entries in them."""
@@ -503,7 +573,7 @@ class LedgerStore:
                 data = handle.read()
         except FileNotFoundError:
             return ReadResult((), None)
-        return parse_ledger(self._path, data)
+        return parse_ledger(self._path, data, (self._session_id, self._run_id))
 
     # -- life cycle -------------------------------------------------------------------------------
 

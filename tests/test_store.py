@@ -777,3 +777,30 @@ def test_a_complete_row_of_this_run_without_its_line_feed_is_cut_by_the_next_app
     with LedgerStore(workspace, SESSION, RUN) as store:
         assert store.append(EVENTS[2]) == 2
     assert ledger(workspace).read_bytes() == row(EVENTS[0]) + row(EVENTS[2])
+
+
+@pytest.mark.parametrize(
+    ("data", "state"),
+    [
+        (b"", "incomplete"),
+        (b"  {", "incomplete"),
+        (b'{"a":[1,2.5e-3,true,null,"\\u00e', "incomplete"),
+        (b'{"a":1.', "incomplete"),
+        ('{"é'.encode()[:-1], "incomplete"),  # a character cut in two
+        (b'{"a":{}}', "complete"),
+        (b'{"a":[]} ', "complete"),
+        (b'{"id":]', "invalid"),
+        (b"{}x", "invalid"),
+        (b"[1]", "invalid"),
+        (b'{"a":01', "invalid"),
+        (b'{"a":1.e', "invalid"),
+        (b'{"a":tru}', "invalid"),
+        (b'{"a":"\\x"', "invalid"),
+        (b'{"a":"\x01"', "invalid"),
+        (b"\xff{", "invalid"),
+    ],
+)
+def test_the_torn_row_test_tells_a_prefix_from_garbage(data: bytes, state: str) -> None:
+    from resumekit.reference.phase0.jsonprefix import object_prefix_state
+
+    assert object_prefix_state(data) == state

@@ -334,14 +334,15 @@ def _judge(case: LedgerFaultCase, expect: Mapping[str, Any], seen: _Observed) ->
             )
         return mismatches
     if expect.get("append", "accepted") == "refused":
+        clause = "STORE-10" if case.fault["kind"] == "append-other-run" else "STORE-9"
         if not seen.refused:
             mismatches.append(
-                Mismatch(f"/append ({seen.label})", "refused", "accepted", "STORE-9", "the append must refuse")
+                Mismatch(f"/append ({seen.label})", "refused", "accepted", clause, "the append must refuse")
             )
         elif seen.after_append != seen.damaged:
             mismatches.append(
                 Mismatch(
-                    f"/ledger ({seen.label})", "every byte left", "changed", "STORE-9", "a refused append changed bytes"
+                    f"/ledger ({seen.label})", "every byte left", "changed", clause, "a refused append changed bytes"
                 )
             )
         return mismatches + _judge_read(case, expect, seen.read, seen.label, seen.damaged)

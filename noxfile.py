@@ -102,6 +102,16 @@ def mutation(session: nox.Session) -> None:
 
 
 @nox.session
+def writers(session: nox.Session) -> None:
+    """Two reference writers on one run, 50 trials of rows up to 2 MB: no acknowledged row lost (not default)."""
+    session.install(".[test]")
+    session.run(
+        "pytest", "tests/test_store_writers.py", "-k", "two_writers", *session.posargs,
+        env={"RESUMEKIT_WRITER_TRIALS": "50"},
+    )
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Measure the runner and the reference against their physical floors (not run by default)."""
     session.install(".")

@@ -239,3 +239,13 @@ def write_bytes(root: Path, path: Path, data: bytes) -> None:
             os.utime(handle.fileno(), ns=backdated)
         else:  # Windows: by name; the path was checked above and the implementation is stopped
             os.utime(inside(root, str(path)), ns=backdated)
+
+
+def remove_file(root: Path, path: Path) -> None:
+    """Remove a regular file inside *root* (the implementation is stopped meanwhile)."""
+    fd = _regular(root, path, os.O_RDONLY)
+    os.close(fd)
+    try:
+        os.unlink(inside(root, str(path)))
+    except OSError as error:
+        raise Refused(f"{str(path)!r} cannot be removed: {error}") from None

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from resumekit.conformance import _cache, _yaml, schemas
 from resumekit.conformance._resources import golden_dir
@@ -126,17 +126,25 @@ class LedgerFaultCase(Case):
 
     fault: Mapping[str, Any]
     events: tuple[Event, ...]
-    expect: Mapping[str, Any]
+    expect: Mapping[str, Any]  # one expectation, or {"alternatives": [...]}
+    expect_strict: Mapping[str, Any] | None = None
 
     kind = "ledger-fault"
 
     def expectation_profile(self, profile: str) -> str:
-        """Ledger-fault cases have one expectation for both profiles (so far)."""
-        return self.profile
+        """Whose expectation a run in *profile* compares against: ``"strict"`` only where the case has one."""
+        return "strict" if profile == "strict" and self.expect_strict is not None else self.profile
 
     def expectation_for(self, profile: str) -> Mapping[str, Any]:
-        """What a read in *profile* must report (the same in both profiles, so far)."""
+        """What a read in *profile* must report: ``expect_strict`` under strict where given, else ``expect``."""
+        if self.expectation_profile(profile) == "strict" and self.expect_strict is not None:
+            return self.expect_strict
         return self.expect
+
+    def readings_for(self, profile: str) -> tuple[Mapping[str, Any], ...]:
+        """The expectations any one of which a read in *profile* may meet (one, unless core offers alternatives)."""
+        expectation = self.expectation_for(profile)
+        return tuple(expectation["alternatives"]) if "alternatives" in expectation else (expectation,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -545,13 +553,22 @@ def tool_problems(events: Sequence[Event], expect: Mapping[str, Any]) -> list[Pr
     return problems
 
 
+# Damaged rows that are valid JSON of another run, or a blank line: section 9.1 decides them per profile.
+_OPEN_DAMAGES: Final = frozenset({"other-session", "other-run", "blank"})
+
+
 def ledger_problems(fault: Mapping[str, Any], rows: int, expect: Mapping[str, Any]) -> list[Problem]:
     """Where a ledger-fault expectation contradicts what the fault leaves in a ledger of *rows* rows.
 
     Pointers are below the case. A torn last row leaves the rows before it and a read that succeeds
     (STORE-3, STORE-4); a damaged committed row is the first row that is no RuntimeEvent, so the read fails
-    closed at its line (STORE-5).
+    closed at its line (STORE-5). Faults whose readings the spec leaves open (alternatives, section 9.1),
+    appends after the fault and rows of another run have their own rules and are left to the runner.
     """
+    if "alternatives" in expect or fault.get("appendAfter") or fault.get("damage") in _OPEN_DAMAGES:
+        return []
+    if fault["kind"] not in ("tear-last-row", "damage-row"):
+        return []
     if fault["kind"] == "tear-last-row":
         if expect["status"] != "ok":
             return [("/expect/status", "must be ok: a torn tail is never corruption, the read succeeds (STORE-4)")]
@@ -723,6 +740,11 @@ def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
             )
             continue
+        problem = _ledger_expectation_problem(raw, len(ledger))
+        if problem is not None:
+            message, pointer = problem
+            file.report(file.error(message, f"{at}{pointer}", raw["id"]))
+            continue
         problems = ledger_problems(raw["fault"], len(ledger), raw["expect"])
         if problems:
             pointer, message = problems[0]
@@ -737,7 +759,43 @@ def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
             fault=raw["fault"],
             events=ledger,
             expect=raw["expect"],
+            expect_strict=raw.get("expect_strict"),
         )
+
+
+_APPENDING = ("append-other-run",)
+
+
+def _without_reading(expectation: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in expectation.items() if key != "reading"}
+
+
+def _ledger_expectation_problem(raw: Mapping[str, Any], rows: int) -> tuple[str, str] | None:
+    """What makes a ledger-fault case's expectations unmeetable or inconsistent, with its pointer, or None."""
+    expect, strict = raw["expect"], raw.get("expect_strict")
+    alternatives = list(expect["alternatives"]) if "alternatives" in expect else [expect]
+    where = [f"/expect/alternatives/{i}" for i in range(len(alternatives))] if "alternatives" in expect else ["/expect"]
+    appends = bool(raw["fault"].get("appendAfter")) or raw["fault"]["kind"] in _APPENDING
+    named = [alternative.get("reading") for alternative in alternatives]
+    if len(set(named)) != len(named):
+        return "two alternatives share a reading name", "/expect/alternatives"
+    checked = [*zip(alternatives, where, strict=True), *([(strict, "/expect_strict")] if strict else [])]
+    for expectation, pointer in checked:
+        if "append" in expectation and not appends:
+            return "'append' is for a fault that appends (appendAfter, append-other-run)", f"{pointer}/append"
+        too_many = [row for row in expectation.get("rows", []) if row > rows]
+        if expectation.get("committedRows", 0) > rows or too_many:
+            return f"the ledger has only {rows} rows", pointer
+    if strict is not None:
+        if raw["profile"] != "core":
+            return "only a core case has expect_strict: a strict case's expect is its strict one", "/expect_strict"
+        if _without_reading(strict) not in [_without_reading(alternative) for alternative in alternatives]:
+            return (
+                "expect_strict must be one of the core alternatives: strict accepts a subset of what core accepts "
+                "(spec 0.1)",
+                "/expect_strict",
+            )
+    return None
 
 
 def _crash_schedule(file: _File, data: dict[str, Any]) -> Iterator[Case]:

@@ -81,6 +81,7 @@ def from_json(document: Mapping[str, Any]) -> Run:
                 replay=data.get("replay"),
                 expectation=data.get("expectation"),
                 gates=tuple(data.get("gates", ())),
+                readings=tuple(data.get("readings", ())),
                 known_failure=(data.get("knownFailure") or {}).get("reason"),
             )
         )

@@ -202,6 +202,7 @@ class CaseResult:
     expectation: str | None = None  # the profile whose expectation was compared (a case may carry one per profile)
     known_failure: str | None = None  # the reason an expectations file (--expect) gives for this case failing
     gates: tuple[str, ...] = ()  # the P1 gates a scenario counts towards (docs/spec/p1.md, section 17)
+    readings: tuple[str, ...] = ()  # the alternative readings of a case the answers met (core alternatives)
 
     @property
     def ok(self) -> bool:
@@ -254,6 +255,8 @@ class CaseResult:
             data["knownFailure"] = {"reason": self.known_failure, "verdict": verdict}
         if self.gates:
             data["gates"] = list(self.gates)
+        if self.readings:
+            data["readings"] = list(self.readings)
         return data
 
 

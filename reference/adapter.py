@@ -161,11 +161,16 @@ class Harness:
         run_id = _field(request, "runId", str)
         from pathlib import Path
 
-        from resumekit.reference.phase0.store import LedgerStore
+        from resumekit.reference.phase0.store import LedgerStore, validate_id
 
-        store = LedgerStore(Path(workspace), session_id, run_id)  # validates the ids
+        validate_id("session id", session_id)
+        validate_id("run id", run_id)
+        if not workspace or not Path(workspace).is_absolute():
+            raise RequestError(f"'phase0.store.open': 'workspace' must be an absolute path, not {workspace!r}")
+        # Let go of the earlier store, and its writer lock, before taking the lock again: the same run
+        # reopened in this process is a second writer to the lock until the first one is closed.
         self.close_store()
-        self._store = store
+        self._store = LedgerStore(Path(workspace), session_id, run_id)
         return {}
 
     def _store_append(self, request: dict[str, Any]) -> dict[str, Any]:

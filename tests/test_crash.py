@@ -74,7 +74,7 @@ BROKEN = {
         ["crash-p0", "crash-p5", "random-crash-schedule"],
         "the exit path never wrote the marker, so a kill cannot be told from an orderly exit",
     ),
-    "surfaces-torn-row": (["torn-last-row-every-byte"], "failed", ["torn-last-row-every-byte"], "STORE-4"),
+    "surfaces-torn-row": (["unterminated-complete-row"], "failed", ["unterminated-complete-row"], "STORE-4"),
     "hangs": (
         ["prefix-*"],
         "errored",
@@ -107,6 +107,44 @@ def test_a_broken_adapter_gets_its_verdict_and_the_run_goes_on(mode: str, tmp_pa
         assert others and all(r["outcome"] == "passed" for r in others), others
     if mode == "crashes-mid-run":
         assert "giving up on this case" in results[victims[0]]["stderrTail"]
+
+
+# The readings the source leaves open (spec 9.1): each broken store takes one reading too far. Per mode:
+# the case, and its outcome under core and under strict.
+READINGS = {
+    "accepts-foreign-rows": ("first-row-of-another-session", ("passed", None), ("failed", "STORE-5"), "accepted"),
+    "cuts-invalid-tail": ("invalid-tail-then-append", ("passed", None), ("failed", "STORE-9"), "cut"),
+    # Neither core reading returns `{}` as an event: the torn one is missed under STORE-4 (TORN-1).
+    "returns-unterminated-object": ("unterminated-non-event", ("failed", "STORE-4"), ("failed", "STORE-5"), None),
+}
+# `{}` among the events breaks the protocol schema first (an errored case); without message checks the
+# read is judged. The same store reads a complete unterminated row as committed: a core reading it meets.
+EXTRA = {"returns-unterminated-object": ("--no-validate-messages", "--only", "unterminated-complete-row")}
+
+
+@pytest.mark.parametrize("mode", sorted(READINGS))
+def test_a_store_that_takes_a_reading_too_far_fails_strict_and_core_where_it_breaks_torn_1(
+    mode: str, tmp_path: Path
+) -> None:
+    case, core, strict, reading = READINGS[mode]
+    adapter = python_command("-m", "tests.broken.adapters", mode)
+    for profile, (outcome, clause) in (("core", core), ("strict", strict)):
+        (tmp_path / profile).mkdir()
+        code, document, output = resumekit(
+            tmp_path / profile, "--adapter", adapter, "--profile", profile, "--only", case, *EXTRA.get(mode, ())
+        )
+        result = by_id(document)[case]
+        assert result["outcome"] == outcome, (profile, result)
+        assert result["expectation"] == profile, "each case gives strict its own reading"
+        assert code == (1 if outcome == "failed" else 3), output
+        if outcome == "failed":
+            assert clause in {m.get("clause") for m in result["mismatches"]}, result
+        else:
+            assert result["readings"] == [reading], result  # the report names the reading met
+        if mode in EXTRA:
+            other = by_id(document)["unterminated-complete-row"]
+            want = ("passed", ["committed"]) if profile == "core" else ("failed", None)
+            assert (other["outcome"], other.get("readings")) == want, other
 
 
 def test_a_failed_schedule_prints_its_seed_and_replay_command(tmp_path: Path) -> None:

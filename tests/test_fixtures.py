@@ -310,3 +310,67 @@ def test_the_failpoint_catalog_yields_a_crash_scenario_per_failpoint_and_task() 
         assert {"CRASH_RECOVERY_CONVERGENCE", "RESUME_FROM_CHECKPOINT"} <= set(case.gates)
         (outcome,) = case.expect.values()
         assert outcome["final"] == "result_submitted" and outcome["stored"] is True
+
+
+# --------------------------------------------------------------------------------------------
+# Ledger-fault readings: core alternatives and the strict one among them (spec 9.1)
+# --------------------------------------------------------------------------------------------
+
+LEDGER = """
+schema_version: 1
+kind: phase0/ledger-faults
+envelope: {invocationId: i, runId: r, sessionId: s, turnId: t, ts: 1, partial: false}
+ledger:
+  - {id: e1, role: user, author: user, content: {kind: text, text: one}}
+  - {id: e2, role: user, author: user, content: {kind: text, text: two}}
+cases:
+  - id: a-tail
+    description: A tail read either way in core.
+    clauses: [STORE-9]
+    profile: core
+    fault: {kind: tail, tail: invalid-prefix, appendAfter: true}
+    expect:
+      alternatives:
+        - {reading: refused, append: refused, status: corrupt, line: 2}
+        - {reading: cut, status: ok, committedRows: 1}
+    expect_strict: {append: refused, status: corrupt, line: 2}
+"""
+
+
+def test_a_ledger_fault_case_carries_its_core_alternatives_and_strict_reading(write_fixture: Write) -> None:
+    path = write_fixture("l.yaml", LEDGER)
+    [case] = load_file(path, path.parent)
+    assert [r["reading"] for r in case.readings_for("core")] == ["refused", "cut"]  # type: ignore[attr-defined]
+    assert case.readings_for("strict") == ({"append": "refused", "status": "corrupt", "line": 2},)  # type: ignore[attr-defined]
+    assert case.expectation_profile("strict") == "strict" and case.expectation_profile("core") == "core"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("    expect_strict: {append: refused, status: corrupt, line: 2}\n",
+         "    expect_strict: {status: ok, committedRows: 2}\n"),
+        ("        - {reading: cut, status: ok, committedRows: 1}\n",
+         "        - {reading: refused, status: ok, committedRows: 1}\n"),
+        ("        - {reading: cut, status: ok, committedRows: 1}\n",
+         "        - {reading: cut, status: ok, rows: [1, 3]}\n"),
+        ("    fault: {kind: tail, tail: invalid-prefix, appendAfter: true}\n",
+         "    fault: {kind: tail, tail: invalid-prefix}\n"),
+    ],
+    ids=["strict-not-among-core", "reading-names-twice", "row-beyond-ledger", "append-without-appending"],
+)
+def test_inconsistent_readings_are_refused_naming_the_case(write_fixture: Write, change: str, message: str) -> None:
+    assert change in LEDGER
+    path = write_fixture("l.yaml", LEDGER.replace(change, message))
+    with pytest.raises(FixtureError) as caught:
+        load_file(path, path.parent)
+    assert caught.value.case_id == "a-tail"
+    assert any(word in str(caught.value) for word in ("one of the core alternatives", "share a reading", "only 2 rows",
+                                                      "'append' is for a fault"))
+
+
+def test_an_alternative_needs_a_reading_name(write_fixture: Write) -> None:
+    path = write_fixture("l.yaml", LEDGER.replace("{reading: cut, ", "{"))
+    with pytest.raises(FixtureError) as caught:
+        load_file(path, path.parent)
+    assert "reading" in str(caught.value)

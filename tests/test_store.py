@@ -107,8 +107,8 @@ def open_request(workspace: Path, *, seq: int) -> dict[str, Any]:
 
 
 def read_fresh(workspace: Path) -> ReadResult:
-    with LedgerStore(workspace, SESSION, RUN) as fresh:
-        return fresh.read()
+    """The ledger as a reader sees it, without a store (a store would be a second writer)."""
+    return store_module.read_ledger(workspace, SESSION, RUN)
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int] | None]:
@@ -184,9 +184,12 @@ def test_creating_the_ledger_syncs_every_directory_that_gained_an_entry(
     monkeypatch.setattr(store_module, "sync_directory", synced.append)
     run_dir = ledger(workspace).parent
     with LedgerStore(workspace, SESSION, RUN) as first:
+        # Opening made the directories and the lock file: every parent that gained an entry, deepest first.
+        assert synced == [run_dir, run_dir.parent, run_dir.parent.parent, workspace / "sessions", workspace]
+        synced.clear()
         first.append(EVENTS[0])
         first.append(EVENTS[1])  # the file exists now: no directory gained anything
-    assert synced == [run_dir, run_dir.parent, run_dir.parent.parent, workspace / "sessions", workspace]
+    assert synced == [run_dir]  # the ledger file's entry
 
     synced.clear()
     with LedgerStore(workspace, SESSION, RUN) as reopened:
@@ -194,21 +197,22 @@ def test_creating_the_ledger_syncs_every_directory_that_gained_an_entry(
     assert synced == []
 
     with LedgerStore(workspace, SESSION, "run-2") as other:
-        other.append(EVENTS[0])
-    assert synced == [workspace / "sessions" / SESSION / "runs" / "run-2", run_dir.parent]
+        other.append(dict(EVENTS[0], runId="run-2"))
+    run_2 = workspace / "sessions" / SESSION / "runs" / "run-2"
+    assert synced == [run_2, run_dir.parent, run_2]
 
 
 def test_a_missing_ledger_reads_as_empty_and_nothing_is_created(workspace: Path, store: LedgerStore) -> None:
+    opened = snapshot(workspace)
+    assert [path.name for path in ledger(workspace).parent.iterdir()] == ["runtime-events.jsonl.lock"]
     assert store.read() == ReadResult((), None)
-    assert list(workspace.iterdir()) == []
+    assert store_module.read_ledger(workspace, SESSION, RUN) == ReadResult((), None)
+    assert snapshot(workspace) == opened
 
 
-def test_append_needs_an_existing_workspace(tmp_path: Path) -> None:
-    with (
-        LedgerStore(tmp_path / "absent", SESSION, RUN) as orphan,
-        pytest.raises(FileNotFoundError, match="workspace"),
-    ):
-        orphan.append(EVENTS[0])
+def test_opening_needs_an_existing_workspace(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="workspace"):
+        LedgerStore(tmp_path / "absent", SESSION, RUN)
     assert not (tmp_path / "absent").exists()
 
 
@@ -223,7 +227,7 @@ def test_ids_outside_the_pattern_are_refused(workspace: Path, bad: Any, which: s
 @pytest.mark.parametrize("good", ["a", "A-z_0-9", "x" * 128])
 def test_ids_inside_the_pattern_are_accepted(workspace: Path, good: str) -> None:
     with LedgerStore(workspace, good, good) as opened:
-        assert opened.append(EVENTS[0]) == 1
+        assert opened.append(dict(EVENTS[0], sessionId=good, runId=good)) == 1
         assert opened.ledger_path == workspace / "sessions" / good / "runs" / good / "runtime-events.jsonl"
 
 
@@ -244,9 +248,10 @@ def test_ids_inside_the_pattern_are_accepted(workspace: Path, good: str) -> None
 def test_append_refuses_what_a_read_would_reject_and_writes_nothing(
     workspace: Path, store: LedgerStore, event: Any, why: str
 ) -> None:
+    opened = snapshot(workspace)
     with pytest.raises(ValueError, match=why):
         store.append(event)
-    assert list(workspace.iterdir()) == []
+    assert snapshot(workspace) == opened
     assert store.append(EVENTS[0]) == 1  # a refused event leaves the store usable
 
 
@@ -414,6 +419,7 @@ def test_reading_changes_no_byte_of_the_workspace(workspace: Path, state: str) -
     data = LEDGER_STATES[state]
     if data is not None:
         write_ledger(workspace, data)
+    LedgerStore(workspace, SESSION, RUN).close()  # opening makes the lock file; reading makes nothing
     before = snapshot(workspace)
     for _ in range(3):
         with LedgerStore(workspace, SESSION, RUN) as reader:
@@ -428,9 +434,9 @@ def test_reading_changes_no_byte_of_the_workspace(workspace: Path, state: str) -
 
 def test_planning_over_the_protocol_changes_nothing(workspace: Path) -> None:
     write_ledger(workspace, row(EVENTS[0]) + row(EVENTS[1]) + b'{"torn')
-    before = snapshot(workspace)
     harness = Harness()
     harness.handle(open_request(workspace, seq=1))
+    before = snapshot(workspace)  # as the kit does: after open, which may prepare the store
     first = harness.handle({"cmd": "phase0.store.plan", "seq": 2, "profile": "strict"})
     second = harness.handle({"cmd": "phase0.store.plan", "seq": 3, "profile": "strict"})
     harness.shutdown()
@@ -698,3 +704,103 @@ def test_a_terminate_signal_is_an_orderly_exit(child: Child, workspace: Path, tm
     child.process.send_signal(signal.SIGTERM)
     assert child.wait() != 0
     assert marker.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The strict reading of the tail and of identity (STORE-9, STORE-10)
+# --------------------------------------------------------------------------------------------
+
+UNTORN_TAILS = {
+    "cannot be a JSON prefix": b'{"id":]',
+    "garbage": b"\x8f#garbage",
+    "a complete object that is no RuntimeEvent": b"{}",
+    "an array": b'["a"',
+    "a row of another run, unterminated": row(dict(EVENTS[1], runId="run-9"))[:-1],
+}
+
+
+@pytest.mark.parametrize("tail", UNTORN_TAILS, ids=list(UNTORN_TAILS))
+def test_a_tail_that_cannot_be_a_torn_append_fails_the_read_and_the_append_leaves_it(
+    workspace: Path, tail: str
+) -> None:
+    data = row(EVENTS[0]) + row(EVENTS[1]) + UNTORN_TAILS[tail]
+    write_ledger(workspace, data)
+    with pytest.raises(CorruptLedger) as caught:
+        read_fresh(workspace)
+    assert caught.value.line == 3
+    with LedgerStore(workspace, SESSION, RUN) as store:
+        with pytest.raises(CorruptLedger, match="refuses"):
+            store.append(EVENTS[2])
+        assert ledger(workspace).read_bytes() == data
+        with pytest.raises(CorruptLedger):  # refused again, and still nothing cut
+            store.append(EVENTS[2])
+    assert ledger(workspace).read_bytes() == data
+
+
+def test_a_torn_prefix_in_any_character_is_still_torn(workspace: Path) -> None:
+    last = row(EVENTS[0])  # holds multi-byte characters and a U+2028
+    for cut in range(1, len(last) - 1):
+        write_ledger(workspace, last[:cut])
+        assert read_fresh(workspace) == ReadResult((), TornTail(0, cut)), f"cut after {cut} bytes"
+
+
+@pytest.mark.parametrize("field", ["sessionId", "runId"])
+@pytest.mark.parametrize("line", [1, 3])
+def test_a_committed_row_of_another_run_fails_the_read_closed(workspace: Path, field: str, line: int) -> None:
+    rows = [row(event) for event in EVENTS]
+    rows[line - 1] = row(dict(EVENTS[line - 1], **{field: "someone-else"}))
+    write_ledger(workspace, b"".join(rows))
+    with pytest.raises(CorruptLedger, match="not to session") as caught:
+        read_fresh(workspace)
+    assert caught.value.line == line
+
+
+@pytest.mark.parametrize("field", ["sessionId", "runId"])
+def test_an_event_of_another_run_is_refused_on_append_and_writes_nothing(
+    workspace: Path, store: LedgerStore, field: str
+) -> None:
+    store.append(EVENTS[0])
+    with pytest.raises(ValueError, match="STORE-10"):
+        store.append(dict(EVENTS[1], **{field: "someone-else"}))
+    assert ledger(workspace).read_bytes() == row(EVENTS[0])
+    assert store.append(EVENTS[1]) == 2
+
+
+def test_turn_and_invocation_are_not_part_of_the_identity_the_store_binds(workspace: Path, store: LedgerStore) -> None:
+    store.append(EVENTS[0])
+    store.append(dict(EVENTS[1], turnId="turn-2", invocationId="inv-2"))
+    assert len(read_fresh(workspace).events) == 2
+
+
+def test_a_complete_row_of_this_run_without_its_line_feed_is_cut_by_the_next_append(workspace: Path) -> None:
+    write_ledger(workspace, row(EVENTS[0]) + row(EVENTS[1])[:-1])
+    with LedgerStore(workspace, SESSION, RUN) as store:
+        assert store.append(EVENTS[2]) == 2
+    assert ledger(workspace).read_bytes() == row(EVENTS[0]) + row(EVENTS[2])
+
+
+@pytest.mark.parametrize(
+    ("data", "state"),
+    [
+        (b"", "incomplete"),
+        (b"  {", "incomplete"),
+        (b'{"a":[1,2.5e-3,true,null,"\\u00e', "incomplete"),
+        (b'{"a":1.', "incomplete"),
+        ('{"é'.encode()[:-1], "incomplete"),  # a character cut in two
+        (b'{"a":{}}', "complete"),
+        (b'{"a":[]} ', "complete"),
+        (b'{"id":]', "invalid"),
+        (b"{}x", "invalid"),
+        (b"[1]", "invalid"),
+        (b'{"a":01', "invalid"),
+        (b'{"a":1.e', "invalid"),
+        (b'{"a":tru}', "invalid"),
+        (b'{"a":"\\x"', "invalid"),
+        (b'{"a":"\x01"', "invalid"),
+        (b"\xff{", "invalid"),
+    ],
+)
+def test_the_torn_row_test_tells_a_prefix_from_garbage(data: bytes, state: str) -> None:
+    from resumekit.reference.phase0.jsonprefix import object_prefix_state
+
+    assert object_prefix_state(data) == state

@@ -234,11 +234,18 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
         session.close()
 
 
-def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, bytes]]:
+def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, bytes | None]]:
+    """(label, the ledger bytes to leave) for each damage the case names; None removes the file."""
     kind = case.fault["kind"]
     if kind == "tear-last-row":
         for kept, damaged in faults.tear_last_row(original):
             yield f"last row cut after {kept} byte(s)", damaged
+    elif kind == "tail":
+        yield f"last row replaced by the {case.fault['tail']} tail", faults.replace_tail(original, case.fault["tail"])
+    elif kind == "no-ledger":
+        yield "no ledger file", None
+    elif kind == "append-other-run":
+        yield "the ledger as written, then an event of another run appended", original
     else:
         how, row = case.fault["damage"], case.fault["row"]
         damaged = faults.damage_row(original, row, how)
@@ -253,19 +260,52 @@ def expected_torn_tail(ledger: bytes) -> dict[str, int] | None:
     return None if committed == len(ledger) else {"offset": committed, "length": len(ledger) - committed}
 
 
-def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str, ledger: bytes) -> list[Mismatch]:
-    expect = case.expect
+@dataclasses.dataclass(frozen=True)
+class _Observed:
+    """What the implementation did with one damaged ledger: the facts every reading is judged on."""
+
+    label: str
+    damaged: bytes  # the ledger the kit left (empty when it removed the file)
+    read: Mapping[str, Any]
+    changes: list[str]  # workspace changes from just after open to the end, when nothing was appended
+    appended: Mapping[str, Any] | None = None  # the event the kit appended, if it appended
+    refused: bool = False  # the append was answered with an error
+    after_append: bytes | None = None  # the ledger bytes after the append (None: no file)
+
+
+def _ledger_events(case: LedgerFaultCase) -> list[Mapping[str, Any]]:
+    """The events the damaged ledger's rows hold: the case's, with a row moved to another run if so damaged."""
+    events: list[Mapping[str, Any]] = list(case.events)
+    field = faults.REHOMED.get(case.fault.get("damage", ""))
+    if field is not None:
+        row = case.fault["row"] - 1
+        events[row] = faults.rehome(events[row], field)
+    return events
+
+
+def _expected_rows(case: LedgerFaultCase, expect: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    events = _ledger_events(case)
+    if "rows" in expect:
+        return [events[row - 1] for row in expect["rows"]]
+    return events[: expect["committedRows"]]
+
+
+def _judge_read(
+    case: LedgerFaultCase, expect: Mapping[str, Any], read: Mapping[str, Any], label: str, ledger: bytes,
+    appended: Mapping[str, Any] | None = None,
+) -> list[Mismatch]:
+    """The read against one reading: corrupt at its line, or these rows (and the appended one) and this tail."""
     if expect["status"] == "corrupt":
         line = read.get("line")
         if read.get("status") != "corrupt" or not is_integer(line) or line != expect["line"]:
             answered = {"status": read.get("status"), "line": read.get("line"), "events": _ids(read.get("events", []))}
             return [Mismatch(f"/read ({label})", {"status": "corrupt", "line": expect["line"]}, answered, "STORE-5")]
         return []
-    committed = list(case.events[: expect["committedRows"]])
+    committed = [*_expected_rows(case, expect), *([appended] if appended is not None else [])]
     if read.get("status") != "ok" or not _same_events(committed, read.get("events")):
         got = read if read.get("status") != "ok" else _ids(read.get("events"))
         return [Mismatch(f"/read ({label})", [e["id"] for e in committed], got, "STORE-4")]
-    torn = expected_torn_tail(ledger)
+    torn = None if "tornTail" in expect else expected_torn_tail(ledger)
     if not same_json(read.get("tornTail"), torn):
         return [
             Mismatch(
@@ -273,15 +313,61 @@ def _judge_read(case: LedgerFaultCase, read: Mapping[str, Any], label: str, ledg
                 torn,
                 read.get("tornTail"),
                 "STORE-4",
-                "the torn tail is the bytes after the last line feed: its offset is the committed length",
+                "the torn tail is the bytes after the last line feed: its offset is the committed length"
+                if torn is not None
+                else "this reading counts the unterminated bytes as a row, so no torn tail remains",
             )
         ]
     return []
 
 
+def _judge(case: LedgerFaultCase, expect: Mapping[str, Any], seen: _Observed) -> list[Mismatch]:
+    """Every way *seen* departs from the reading *expect* (pure)."""
+    mismatches: list[Mismatch] = []
+    if seen.appended is None:
+        mismatches += _judge_read(case, expect, seen.read, seen.label, seen.damaged)
+        if seen.changes:
+            mismatches.append(
+                Mismatch(
+                    f"/workspace ({seen.label})", "unchanged", seen.changes, "STORE-6", "a read changed the workspace"
+                )
+            )
+        return mismatches
+    if expect.get("append", "accepted") == "refused":
+        clause = "STORE-10" if case.fault["kind"] == "append-other-run" else "STORE-9"
+        if not seen.refused:
+            mismatches.append(
+                Mismatch(f"/append ({seen.label})", "refused", "accepted", clause, "the append must refuse")
+            )
+        elif seen.after_append != seen.damaged:
+            mismatches.append(
+                Mismatch(
+                    f"/ledger ({seen.label})", "every byte left", "changed", clause, "a refused append changed bytes"
+                )
+            )
+        return mismatches + _judge_read(case, expect, seen.read, seen.label, seen.damaged)
+    if seen.refused:
+        return [Mismatch(f"/append ({seen.label})", "accepted", "refused", "STORE-7", "the append must succeed")]
+    after = seen.after_append if seen.after_append is not None else b""
+    return _judge_read(case, expect, seen.read, f"{seen.label}, then one append", after, seen.appended)
+
+
+def _noted(mismatch: Mismatch, note: str) -> Mismatch:
+    return dataclasses.replace(mismatch, note=f"{note}: {mismatch.note}" if mismatch.note else note)
+
+
+def _reading_name(expect: Mapping[str, Any], profile: str) -> str:
+    return str(expect.get("reading", profile))
+
+
 def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> CaseResult:
-    """Write the ledger through the implementation, damage its bytes, and judge what a read reports."""
+    """Write the ledger through the implementation, damage its bytes, and judge what it then reports.
+
+    A case may accept several readings (core alternatives, docs/spec/phase0.md section 9): each damaged
+    ledger passes when it meets any one, and the result names the readings met.
+    """
     session = _Session(case, factory, profile)
+    readings = case.readings_for(profile)
     try:
         with _scratch("ledger", session) as scratch:
             workspace = scratch / "workspace"
@@ -307,50 +393,87 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                 )
             session.start()
             mismatches: list[Mismatch] = []
+            met: list[str] = []
             checked = 0
             for label, damaged in _variants(case, original):
-                try:
-                    _files.write_bytes(workspace, path, damaged)
-                except _files.Refused as error:
-                    raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
-                session.open(workspace)
-                before = _files.snapshot(workspace, settle=True)
-                if case.fault.get("appendAfter"):
-                    extra = dict(case.events[-1], id=f"{case.events[-1]['id']}-again")
-                    session.ask("phase0.store.append", event=extra)
-                    read = session.read()
-                    want = [*case.events[: case.expect["committedRows"]], extra]
-                    if read.get("status") != "ok" or not _same_events(want, read.get("events")):
-                        mismatches.append(
-                            Mismatch(
-                                f"/read ({label}, then one append)", _ids(want), _ids(read.get("events")), "STORE-7"
-                            )
-                        )
+                seen = _observe(case, session, workspace, path, label, damaged)
+                judged = [(expect, _judge(case, expect, seen)) for expect in readings]
+                passing = [expect for expect, found in judged if not found]
+                if passing:
+                    name = _reading_name(passing[0], profile)
+                    if name not in met:
+                        met.append(name)
+                elif len(judged) == 1:
+                    mismatches += judged[0][1]
                 else:
-                    read = session.read()
-                    mismatches += _judge_read(case, read, label, damaged)
-                    changes = _files.describe_changes(before, _files.snapshot(workspace))
-                    if changes:
-                        mismatches.append(
-                            Mismatch(
-                                f"/workspace ({label})", "unchanged", changes, "STORE-6", "a read changed the workspace"
-                            )
-                        )
+                    for expect, found in judged:
+                        note = f"not the {_reading_name(expect, profile)!r} reading"
+                        mismatches += [_noted(m, note) for m in found]
                 checked += 1
+            expectation = case.expectation_profile(profile)
             if mismatches:
                 shown = tuple(mismatches[:5])
                 more = f" (showing 5 of {len(mismatches)})" if len(mismatches) > 5 else ""
-                return session.fail(f"{len(mismatches)} of {checked} damaged ledger(s) were read wrongly{more}", *shown)
-            return result_for(
-                case,
-                Outcome.PASSED,
-                fault_model="damaged ledger bytes written by the kit",
-                message=f"{checked} damaged ledger(s) checked",
+                failed = session.fail(
+                    f"{len(mismatches)} mismatch(es) in {checked} damaged ledger(s){more}"
+                    + (f"; the readings accepted: {', '.join(_reading_name(e, profile) for e in readings)}"
+                       if len(readings) > 1 else ""),
+                    *shown,
+                )
+                return dataclasses.replace(failed, expectation=expectation)
+            alternatives = f"; reading matched: {', '.join(met)}" if len(readings) > 1 else ""
+            return dataclasses.replace(
+                result_for(
+                    case,
+                    Outcome.PASSED,
+                    fault_model="damaged ledger bytes written by the kit",
+                    message=f"{checked} damaged ledger(s) checked{alternatives}",
+                    expectation=expectation,
+                ),
+                readings=tuple(met) if len(readings) > 1 else (),
             )
     except _Abort as abort:
         return abort.result
     finally:
         session.close()
+
+
+def _observe(
+    case: LedgerFaultCase, session: _Session, workspace: Path, path: Path, label: str, damaged: bytes | None
+) -> _Observed:
+    """Leave *damaged* as the ledger, reopen the store, append if the case says so, and read."""
+    try:
+        if damaged is None:
+            _files.remove_file(workspace, path)
+        elif not path.exists():
+            raise _files.Refused(f"{str(path)!r} is gone")
+        else:
+            _files.write_bytes(workspace, path, damaged)
+    except _files.Refused as error:
+        raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    session.open(workspace)
+    before = _files.snapshot(workspace, settle=True)
+    left = damaged if damaged is not None else b""
+    appends = case.fault.get("appendAfter") or case.fault["kind"] == "append-other-run"
+    if not appends:
+        read = session.read()
+        changes = _files.describe_changes(before, _files.snapshot(workspace))
+        return _Observed(label, left, read, changes)
+    last = case.events[-1]
+    extra = dict(last, id=f"{last['id']}-again")
+    if case.fault["kind"] == "append-other-run":
+        extra["runId"] = f"{last['runId']}-other"
+    assert session.adapter is not None
+    reply = session.adapter.request("phase0.store.append", event=extra)
+    refused = reply.outcome == "errored" and bool(reply.context.get("caught"))
+    if reply.outcome != "result" and not refused:
+        raise _Abort(_with_model(errored(case, reply, "phase0.store.append")))
+    try:
+        after = _files.read_bytes(workspace, path) if path.exists() else None
+    except _files.Refused as error:
+        raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    read = session.read()
+    return _Observed(label, left, read, [], appended=extra, refused=refused, after_append=after)
 
 
 def _stream_event(template: Mapping[str, Any], index: int) -> dict[str, Any]:

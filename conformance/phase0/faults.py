@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 # Bytes that stand for "garbage": not JSON, not UTF-8 clean, no line feed.
 GARBAGE = b"\x8f#garbage\xff{not json"
@@ -14,15 +16,45 @@ def rows(ledger: bytes) -> list[bytes]:
 
 
 def tear_last_row(ledger: bytes) -> Iterator[tuple[int, bytes]]:
-    """Every way the last row's append can be cut short: (bytes kept of that row, damaged ledger).
+    """Every way the last row's append can be cut short inside the row: (bytes kept of it, damaged ledger).
 
-    Keeping 0 bytes is the ledger before the append; keeping all but the line feed is a row whose
-    commit marker never landed.
+    Keeping 0 bytes is the ledger before the append. The whole row without its line feed, a row whose
+    commit marker never landed, is not among them: the spec lets core read it either way (STORE-4), so
+    it is the ``unterminated-row`` tail of its own case.
     """
     parts = rows(ledger)
     head, last = b"".join(parts[:-1]), parts[-1]
-    for kept in range(len(last)):
+    for kept in range(len(last) - 1):
         yield kept, head + last[:kept]
+
+
+# Bytes that replace the last row and end the file without a line feed.
+TAILS: dict[str, Callable[[bytes], bytes]] = {
+    "unterminated-row": lambda row: row.rstrip(b"\n"),
+    "invalid-prefix": lambda row: b'{"id":]',  # no JSON text starts this way
+    "garbage": lambda row: GARBAGE,
+    "not-an-event": lambda row: b"{}",  # complete JSON, no RuntimeEvent
+}
+
+
+def replace_tail(ledger: bytes, how: str) -> bytes:
+    """The ledger with its last row replaced by the unterminated bytes *how* names (a key of TAILS)."""
+    parts = rows(ledger)
+    return b"".join(parts[:-1]) + TAILS[how](parts[-1])
+
+
+# The damages that move a row to another session or run, and the field each changes.
+REHOMED = {"other-session": "sessionId", "other-run": "runId"}
+
+
+def rehome(event: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """*event* as a valid RuntimeEvent of another session or run: what a store shared by two runs holds."""
+    return {**event, field: f"{event[field]}-other"}
+
+
+def _rehome(row: bytes, field: str) -> bytes:
+    event = rehome(json.loads(row), field)
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def _flip_first_bit(row: bytes) -> bytes:
@@ -46,6 +78,8 @@ DAMAGE: dict[str, Callable[[bytes], bytes]] = {
     "not-an-object": lambda row: b'["a","list"]\n',
     "invalid-utf8": lambda row: row[:1] + b"\xc3\x28" + row[1:],
     "blank": lambda row: b"\n",
+    "other-session": lambda row: _rehome(row, "sessionId"),
+    "other-run": lambda row: _rehome(row, "runId"),
 }
 
 

@@ -158,6 +158,59 @@ class SurfacesTornRow(Harness):
         return answer
 
 
+class AcceptsForeignRows(Harness):
+    """Reads rows of any session or run, as a store that never checks identity (STORE-10)."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        from resumekit.reference.phase0.store import CorruptLedger, parse_ledger
+
+        path: Path = self._open_store().ledger_path
+        try:
+            read = parse_ledger(path, path.read_bytes() if path.exists() else b"")  # no run: any identity
+        except CorruptLedger as error:
+            return {"status": "corrupt", "line": error.line, "message": str(error)}
+        tail = None if read.torn_tail is None else {"offset": read.torn_tail.offset, "length": read.torn_tail.length}
+        return {"status": "ok", "events": list(read.events), "tornTail": tail}
+
+
+class CutsInvalidTail(Harness):
+    """Cuts whatever follows the last line feed before an append, torn or not (STORE-9)."""
+
+    def _store_append(self, request: dict[str, Any]) -> dict[str, Any]:
+        path: Path = self._open_store().ledger_path
+        if path.exists():
+            data = path.read_bytes()
+            with open(path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+                os.fsync(handle.fileno())
+        return super()._store_append(request)
+
+
+class ReturnsUnterminatedObject(Harness):
+    """Reads any JSON object after the last line feed as a committed row, RuntimeEvent or not (TORN-1)."""
+
+    def _store_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        from resumekit.reference.phase0.store import CorruptLedger, parse_ledger
+
+        store = self._open_store()
+        path: Path = store.ledger_path
+        data = path.read_bytes() if path.exists() else b""
+        committed = data[: data.rfind(b"\n") + 1]
+        try:
+            read = parse_ledger(path, committed, (store.session_id, store.run_id))
+        except CorruptLedger as error:
+            return {"status": "corrupt", "line": error.line, "message": str(error)}
+        events, tail = list(read.events), None
+        if len(data) > len(committed):
+            tail = {"offset": len(committed), "length": len(data) - len(committed)}
+            with contextlib.suppress(ValueError):
+                value = json.loads(data[len(committed) :])
+                if isinstance(value, dict):
+                    events.append(value)
+                    tail = None
+        return {"status": "ok", "events": events, "tornTail": tail}
+
+
 class Hangs(Harness):
     """Never answers the plan for one case."""
 
@@ -405,6 +458,9 @@ MODES: dict[str, type[Harness]] = {
     "touches-ledger": TouchesLedger,
     "creates-on-first-read": CreatesOnFirstRead,
     "surfaces-torn-row": SurfacesTornRow,
+    "accepts-foreign-rows": AcceptsForeignRows,
+    "cuts-invalid-tail": CutsInvalidTail,
+    "returns-unterminated-object": ReturnsUnterminatedObject,
     "hangs": Hangs,
     "crashes-mid-run": CrashesMidRun,
     "prints-garbage": PrintsGarbage,

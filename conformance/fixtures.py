@@ -740,15 +740,15 @@ def _ledger_faults(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
             )
             continue
-        problem = _ledger_expectation_problem(raw, len(ledger))
-        if problem is not None:
-            message, pointer = problem
-            file.report(file.error(message, f"{at}{pointer}", raw["id"]))
-            continue
         problems = ledger_problems(raw["fault"], len(ledger), raw["expect"])
         if problems:
             pointer, message = problems[0]
             file.report(file.error(message, at + pointer, raw["id"]))
+            continue
+        problem = _ledger_expectation_problem(raw, len(ledger))
+        if problem is not None:
+            message, pointer = problem
+            file.report(file.error(message, f"{at}{pointer}", raw["id"]))
             continue
         yield LedgerFaultCase(
             id=raw["id"],

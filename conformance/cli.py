@@ -644,7 +644,7 @@ def _runners(
     # The P1 harness brings the control plane, an HTTP server and SQLite: only `run` loads it.
     from resumekit.conformance.p1 import harness
 
-    runners["p1"] = harness.runner(factory, profile=profile)
+    runners["p1"] = harness.runner(factory, profile=profile, power=power)
     return runners
 
 

@@ -339,6 +339,9 @@ def format_summary(run: Run) -> str:
         + f" in {run.duration:.2f} s",
     ]
     lines += [f"  {reason}" for reason in verdict.reasons]
+    not_run = [r for r in run.results if r.outcome is Outcome.NOT_RUN]
+    if not_run and not any("not run" in reason for reason in verdict.reasons):
+        lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
     return "\n".join(lines)
 
 

@@ -29,8 +29,8 @@ from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Re
 from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
-from resumekit.conformance.powerloss import CUT_MODES
 from resumekit.conformance.powerloss import FAULT_MODEL as POWER_LOSS_MODEL
+from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, plan_problem, result_for, start_failed
 
@@ -39,14 +39,6 @@ FAULT_MODEL = (
 )
 Factory = Callable[[], ProcessAdapter]
 SESSION_ID, RUN_ID = "session-1", "run-1"
-
-
-@dataclasses.dataclass(frozen=True)
-class PowerLoss:
-    """Run the crash kinds under simulated power cuts: how long an fsync takes, and the cut modes to draw."""
-
-    sync_delay: float = 0.01
-    modes: tuple[str, ...] = CUT_MODES
 
 
 class _Abort(Exception):

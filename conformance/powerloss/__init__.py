@@ -31,18 +31,29 @@ import shutil
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout
 from resumekit.conformance.powerloss.model import CUT_MODES
 
-__all__ = ["CUT_MODES", "FAULT_MODEL", "LayerError", "PowerLayer", "unavailable"]
+__all__ = ["CUT_MODES", "FAULT_MODEL", "LayerError", "PowerLayer", "PowerLoss", "unavailable"]
 
 FAULT_MODEL = "power loss (simulated, unsynced writes dropped)"
 SYNC_DELAY = 0.01  # seconds the layer takes to answer an fsync: a slow disk, and the window in which a
 # row acknowledged before its sync is seen not durable yet
 _REPLY_TIMEOUT = 30.0
+
+
+
+@dataclass(frozen=True)
+class PowerLoss:
+    """How a run simulates power loss: how long an fsync takes, and the cut modes a schedule draws from."""
+
+    sync_delay: float = SYNC_DELAY
+    modes: tuple[str, ...] = CUT_MODES
+
 
 _checked: list[str | None] = []
 _check_lock = threading.Lock()
@@ -147,6 +158,10 @@ class PowerLayer:
         relative = path.resolve().relative_to(self.mountpoint.resolve())
         data = self._ask(op="durable", path=relative.as_posix()).get("data")
         return None if data is None else base64.b64decode(data)
+
+    def export(self, target: Path) -> None:
+        """Write what a power cut now would leave into *target*, a folder that does not exist yet."""
+        self._ask(op="export", path=str(target))
 
     def cut(self, mode: str = "lose", seed: int = 0) -> str:
         """Cut the power (the implementation must be dead by now); what survived, in a sentence."""

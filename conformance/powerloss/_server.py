@@ -32,7 +32,7 @@ from typing import Any
 
 import mfusepy
 
-from resumekit.conformance.powerloss.model import Durable
+from resumekit.conformance.powerloss.model import Cut, Durable
 
 assert sys.platform == "linux"  # the layer is Linux-only; type checkers for other systems stop here
 
@@ -246,6 +246,12 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
 
     # -- the cut -----------------------------------------------------------------------------------
 
+    def export(self, target: str) -> None:
+        """Write the durable tree, as a cut would leave it, into *target* (which must not exist)."""
+        with self._mutex:
+            cut = self.durable.cut("lose", 0)
+        _materialize(cut, target)
+
     def restore(self, mode: str, seed: int) -> str:
         """Replace BACKING by what a cut in *mode* leaves; return what was kept."""
         with self._mutex:
@@ -256,20 +262,25 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
                     shutil.rmtree(full)
                 else:
                     os.unlink(full)
-            for parts, kind, content in cut.walk():
-                full = os.path.join(self.backing, *parts)
-                if kind == "dir":
-                    os.mkdir(full)
-                elif kind == "link":
-                    assert isinstance(content, str)
-                    os.symlink(content, full)
-                else:
-                    assert isinstance(content, bytes)
-                    with open(full, "wb") as handle:
-                        handle.write(content)
+            _materialize(cut, self.backing)
             self.handles.clear()
             self.durable = self.scan()
             return cut.kept
+
+
+def _materialize(cut: Cut, root: str) -> None:
+    os.makedirs(root, exist_ok=True)
+    for parts, kind, content in cut.walk():
+        full = os.path.join(root, *parts)
+        if kind == "dir":
+            os.mkdir(full)
+        elif kind == "link":
+            assert isinstance(content, str)
+            os.symlink(content, full)
+        else:
+            assert isinstance(content, bytes)
+            with open(full, "wb") as handle:
+                handle.write(content)
 
 
 class _Control:
@@ -316,6 +327,12 @@ class _Control:
                     data = self.layer.durable.resolve(parts)
                     unsynced = self.layer.durable.unsynced()
                 self.say(ok=True, data=None if data is None else base64.b64encode(data).decode(), unsynced=unsynced)
+            elif op == "export":
+                try:
+                    self.layer.export(str(request["path"]))
+                    self.say(ok=True)
+                except OSError as error:
+                    self.say(ok=False, error=f"cannot export the durable tree: {error}")
             elif op == "cut":
                 self.action = (str(request.get("mode", "lose")), int(request.get("seed", 0)))
                 self.done.clear()

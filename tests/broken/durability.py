@@ -4,7 +4,7 @@
 Each is the reference adapter with its append replaced by a plain one (write the whole row with one
 ``write``, acknowledge) that gets durability wrong in one way. A SIGKILL leaves what each wrote in the
 operating system's cache, so every process-crash case passes; the power-loss fault model must fail
-each (``VERDICTS``).
+each. ``P1_MODES`` do the same to the reference P1 worker.
 """
 
 from __future__ import annotations
@@ -113,6 +113,16 @@ class NoDirectorySync(PlainAppend):
         os.fsync(fd)
 
 
+def _cache_without_syncing_the_temporary() -> None:
+    """The P1 cache replaced by rename without syncing the temporary first (CACHE-3): a cut leaves it empty."""
+    from resumekit.reference.p1 import cache
+
+    cache.sync_fd = lambda fd: None  # type: ignore[assignment]
+
+
+# P1 workers: the reference adapter with one durability step of the worker left out.
+P1_MODES = {"p1-cache-unsynced": _cache_without_syncing_the_temporary}
+
 MODES: dict[str, type[PlainAppend]] = {
     "no-fsync": NoFsync,
     "fsync-wrong-descriptor": FsyncsWrongDescriptor,
@@ -123,4 +133,7 @@ MODES: dict[str, type[PlainAppend]] = {
 
 if __name__ == "__main__":
     sys.stdout.reconfigure(encoding="utf-8", newline="\n")  # type: ignore[union-attr]
+    if sys.argv[1] in P1_MODES:
+        P1_MODES[sys.argv[1]]()
+        sys.exit(serve(sys.stdin, sys.stdout))
     sys.exit(serve(sys.stdin, sys.stdout, harness=MODES[sys.argv[1]]()))

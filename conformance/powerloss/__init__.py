@@ -106,6 +106,18 @@ def _trial() -> str | None:
         _files.remove(scratch)
 
 
+def _mounted(path: Path) -> bool:
+    """Whether *path* is a mount point, a dead FUSE mount included (``os.path.ismount`` says no to those)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+            points = [line.split()[1] for line in mounts if len(line.split()) > 1]
+    except OSError:
+        return os.path.ismount(path)
+    # /proc/self/mounts escapes a space, a tab, a newline and a backslash as octal.
+    wanted = str(path.resolve()).replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
+    return wanted.replace("\n", "\\012") in points
+
+
 class PowerLayer:
     """One mounted layer: BACKING holds the live files, MOUNTPOINT is the workspace the implementation uses."""
 
@@ -175,7 +187,7 @@ class PowerLayer:
             with contextlib.suppress(ProcessGone, ReadTimeout):
                 process.send(b'{"op": "stop"}\n', timeout=5.0)
             process.stop(grace=10.0)
-        if os.path.ismount(self.mountpoint):
+        if _mounted(self.mountpoint):
             tool = shutil.which("fusermount3") or shutil.which("fusermount")
             argv = [tool, "-u", "-z", str(self.mountpoint)] if tool else ["umount", "-l", str(self.mountpoint)]
             subprocess.run(argv, capture_output=True, check=False)

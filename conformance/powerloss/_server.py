@@ -153,8 +153,13 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
 
     def create(self, path: str, mode: int, flags: int) -> int:
         full = self._full(path)
-        fd = os.open(full, os.O_RDWR | os.O_CREAT | os.O_EXCL, mode)
-        self.handles[fd] = self._fresh(full)
+        existed = os.path.lexists(full)  # the kernel may create a name it has not looked up
+        fd = os.open(full, os.O_RDWR | os.O_CREAT, mode)
+        node = self.handles[fd] = self._node(full) if existed else self._fresh(full)
+        if existed and flags & os.O_TRUNC:
+            os.ftruncate(fd, 0)
+            with self._mutex:
+                self.durable.truncate(node, 0)
         return fd
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
@@ -169,7 +174,10 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
     def _node_of_fd(self, fd: int) -> int:
         ino = os.fstat(fd).st_ino
         with self._mutex:
-            return self.nodes.setdefault(ino, max(self.nodes.values(), default=0) + 1)
+            if ino not in self.nodes:
+                self._next += 1
+                self.nodes[ino] = self._next
+            return self.nodes[ino]
 
     def truncate(self, path: str, length: int, fh: int | None = None) -> int:
         full = self._full(path)

@@ -30,7 +30,7 @@ from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
 from resumekit.conformance.powerloss import FAULT_MODEL as POWER_LOSS_MODEL
-from resumekit.conformance.powerloss import PowerLoss
+from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss, unavailable
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, plan_problem, result_for, start_failed
 
@@ -57,7 +57,7 @@ class _Session:
         self.adapter: ProcessAdapter | None = None
         self.power = power
         self.model = POWER_LOSS_MODEL if power is not None else FAULT_MODEL
-        self.layer: Any = None  # the mounted PowerLayer, under power loss
+        self.layer: PowerLayer | None = None  # mounted under power loss
         self.ledger: Path | None = None  # the ledger file, once located, whose durable view is checked
         self.cut_notes: list[str] = []
 
@@ -152,8 +152,6 @@ class _Session:
         """Under power loss, after the kill: drop what was never synced (a no-op for a process crash)."""
         if self.layer is None:
             return
-        from resumekit.conformance.powerloss import LayerError
-
         try:
             self.cut_notes.append(f"{mode}: {self.layer.cut(mode, seed)}")
         except LayerError as error:
@@ -178,8 +176,6 @@ class _Session:
                 self.ledger = _files.inside(self.layer.mountpoint, located)
             except _files.Refused as error:
                 raise _Abort(self.fail(f"phase0.ledger.locate: {error}")) from None
-        from resumekit.conformance.powerloss import LayerError
-
         try:
             durable = self.layer.durable(self.ledger)
         except LayerError as error:
@@ -224,8 +220,6 @@ def _make_workspace(scratch: Path, session: _Session) -> Path:
     if session.power is None:
         workspace.mkdir()
         return workspace
-    from resumekit.conformance.powerloss import LayerError, PowerLayer
-
     session.layer = PowerLayer(scratch / "backing", workspace, session.power.sync_delay)
     try:
         session.layer.start()
@@ -675,8 +669,6 @@ def runners(
     def not_run(case: Case) -> CaseResult | None:
         if power is None:
             return None
-        from resumekit.conformance.powerloss import unavailable
-
         reason = unavailable()
         if reason is None:
             return None

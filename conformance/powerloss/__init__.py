@@ -21,10 +21,7 @@ imports the binding.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import ctypes.util
-import importlib.util
 import json
 import os
 import shutil
@@ -64,6 +61,10 @@ class LayerError(Exception):
 
 
 def _static_reason() -> str | None:
+    # Imported here: the CLI imports this module on every run, and most runs never ask.
+    import ctypes.util
+    import importlib.util
+
     if sys.platform != "linux":
         name = {"darwin": "macOS", "win32": "Windows"}.get(sys.platform, sys.platform)
         return f"the power-loss layer is a FUSE file system for Linux; this is {name}"
@@ -167,6 +168,8 @@ class PowerLayer:
 
     def durable(self, path: Path) -> bytes | None:
         """What of the file at *path* (inside the mount) a power cut now would leave; None: no such file."""
+        import base64
+
         relative = path.resolve().relative_to(self.mountpoint.resolve())
         data = self._ask(op="durable", path=relative.as_posix()).get("data")
         return None if data is None else base64.b64decode(data)

@@ -316,10 +316,26 @@ class _Control:
         return False
 
     def unmount(self) -> str | None:
+        """Unmount; while the mount is busy, retry for a while, then detach it lazily.
+
+        A process killed with its group may hold a file of the mount for a moment after the process the
+        kit reaped is gone (a grandchild still dying); the mount is busy until it lets go.
+        """
         tool = shutil.which("fusermount3") or shutil.which("fusermount")
         argv = [tool, "-u", self.mountpoint] if tool else ["umount", self.mountpoint]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-        return None if done.returncode == 0 else (done.stderr.strip() or f"{argv[0]} exited {done.returncode}")
+        deadline, delay = time.monotonic() + 3.0, 0.01
+        while True:
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+            if done.returncode == 0:
+                return None
+            if time.monotonic() > deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        lazy = [tool, "-u", "-z", self.mountpoint] if tool else ["umount", "-l", self.mountpoint]
+        if subprocess.run(lazy, capture_output=True, check=False).returncode == 0:
+            return None
+        return done.stderr.strip() or f"{argv[0]} exited {done.returncode}"
 
     def serve(self) -> None:
         for line in sys.stdin:

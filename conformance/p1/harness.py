@@ -269,10 +269,17 @@ class _Worker:
         assert isinstance(pid, int)
         self.pid = pid
 
+    def _freeze(self) -> None:
+        """Under power loss, the instant of the cut, just before a kill: no sync lands after it."""
+        if self.world.layer is not None:
+            with contextlib.suppress(LayerError):  # a layer that fails shows in the cut that follows
+                self.world.layer.freeze()
+
     def _kill_now(self) -> None:
         # Called from the control plane's thread at a kit-side kill point: kill, never wait here.
         process = self.adapter.process if self.adapter is not None else None
         if process is not None and self.pid is not None:
+            self._freeze()
             with contextlib.suppress(NotInTree, OSError):
                 process.kill_member(self.pid)
 
@@ -335,6 +342,7 @@ class _Worker:
     def kill(self) -> None:
         if self.pid is None or self.adapter is None or self.adapter.process is None:
             raise _Abort(self.fail("the scenario kills a worker that is not running"))
+        self._freeze()
         try:
             self.adapter.process.kill_member(self.pid)
         except NotInTree as error:

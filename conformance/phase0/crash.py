@@ -128,6 +128,7 @@ class _Session:
         """Kill the pid the implementation named, and the process the kit started, and reap both."""
         assert self.adapter is not None and self.adapter.process is not None
         process = self.adapter.process
+        self.freeze()
         try:
             process.kill_member(pid)
         except NotInTree as error:
@@ -147,6 +148,15 @@ class _Session:
     def errored(self, message: str) -> CaseResult:
         """The result of a case the kit's own layer failed (not the implementation)."""
         return result_for(self.case, Outcome.ERRORED, message=message, fault_model=self.model)
+
+    def freeze(self) -> None:
+        """Under power loss, the instant of the cut, taken just before the kill: no later sync lands."""
+        if self.layer is None:
+            return
+        try:
+            self.layer.freeze()
+        except LayerError as error:
+            raise _Abort(self.errored(f"the power layer failed: {error}")) from None
 
     def power_cut(self, *, seed: int, mode: str) -> None:
         """Under power loss, after the kill: drop what was never synced (a no-op for a process crash)."""
@@ -194,8 +204,11 @@ class _Session:
             )
 
 
-def _kill_if_running(process: LineProcess, pid: int) -> None:
+def _kill_if_running(process: LineProcess, pid: int, layer: PowerLayer | None = None) -> None:
     # Runs on a timer thread: a process that already died by itself is not an error to print there.
+    if layer is not None:  # the power goes first; a failed freeze shows in the cut that follows
+        with contextlib.suppress(LayerError):
+            layer.freeze()
     with contextlib.suppress(NotInTree, OSError):
         process.kill_member(pid)
 
@@ -509,7 +522,7 @@ def run_schedule(
                 event = _stream_event(case.template, len(sent))
                 sent.append(event)
                 timer = threading.Timer(
-                    fraction * typical, _kill_if_running, args=(session.adapter.process, pid)
+                    fraction * typical, _kill_if_running, args=(session.adapter.process, pid, session.layer)
                 )
                 timer.start()
                 reply = session.adapter.request("phase0.store.append", event=event)

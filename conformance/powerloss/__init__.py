@@ -125,6 +125,7 @@ class PowerLayer:
     def __init__(self, backing: Path, mountpoint: Path, sync_delay: float = SYNC_DELAY) -> None:
         self.backing, self.mountpoint, self.sync_delay = backing, mountpoint, sync_delay
         self._process: LineProcess | None = None
+        self._lock = threading.Lock()  # one request at a time: a kill point may ask from another thread
         self.cuts = 0
 
     def start(self) -> None:
@@ -158,13 +159,18 @@ class PowerLayer:
         return reply
 
     def _ask(self, **request: Any) -> dict[str, Any]:
-        if self._process is None:
-            raise LayerError("the layer is not mounted")
-        try:
-            self._process.send(json.dumps(request).encode() + b"\n", timeout=_REPLY_TIMEOUT)
-        except (ProcessGone, ReadTimeout) as error:
-            raise LayerError(str(error)) from None
-        return self._answer()
+        with self._lock:
+            if self._process is None:
+                raise LayerError("the layer is not mounted")
+            try:
+                self._process.send(json.dumps(request).encode() + b"\n", timeout=_REPLY_TIMEOUT)
+            except (ProcessGone, ReadTimeout) as error:
+                raise LayerError(str(error)) from None
+            return self._answer()
+
+    def freeze(self) -> None:
+        """The instant of the power cut, just before the kill: no sync completes from now on."""
+        self._ask(op="freeze")
 
     def durable(self, path: Path) -> bytes | None:
         """What of the file at *path* (inside the mount) a power cut now would leave; None: no such file."""
@@ -179,7 +185,7 @@ class PowerLayer:
         self._ask(op="export", path=str(target))
 
     def cut(self, mode: str = "lose", seed: int = 0) -> str:
-        """Cut the power (the implementation must be dead by now); what survived, in a sentence."""
+        """Cut the power (the implementation must be dead by now, and the layer frozen at its kill)."""
         self.cuts += 1
         return str(self._ask(op="cut", mode=mode, seed=seed).get("kept", ""))
 

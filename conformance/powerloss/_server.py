@@ -9,6 +9,8 @@ directory is synced. The kit speaks to this process in JSON lines on stdin and s
 - ``{"op": "durable", "path": "a/b"}``: the durable bytes of that file (base64), or null.
 - ``{"op": "cut", "mode": "lose", "seed": 7}``: unmount (the kernel writes back what it still
   holds, and forgets its page cache), replace BACKING by what the cut leaves, mount again.
+- ``{"op": "freeze"}``: the instant of the power cut: from now on no sync completes (an fsync still
+  sleeping in its delay fails), so a sync the implementation started before its kill cannot land after.
 - ``{"op": "stop"}``: unmount and exit.
 
 An fsync is answered after SYNC_DELAY seconds, and only then made durable: a slow disk, which is
@@ -52,6 +54,7 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
         self.sync_delay = sync_delay
         self._mutex = threading.RLock()
         self.mounted = threading.Event()
+        self.frozen = False  # the power is off: no sync completes any more, until the cut is made
         self.nodes: dict[int, int] = {}  # inode number of a backing entry to model node
         self.handles: dict[int, int] = {}  # open descriptor to model node
         self._next = 0
@@ -193,6 +196,8 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
         if node is None:
             node = self._node_of_fd(fh)
         with self._mutex:
+            if self.frozen:
+                raise mfusepy.FuseOSError(errno.EIO)
             self.durable.sync_file(node)
         return 0
 
@@ -200,6 +205,8 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
         time.sleep(self.sync_delay)
         full = self._full(path)
         with self._mutex:
+            if self.frozen:
+                raise mfusepy.FuseOSError(errno.EIO)
             self.durable.sync_dir(self._node(full), self._entries(full))
         return 0
 
@@ -273,6 +280,7 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
             _materialize(cut, self.backing)
             self.handles.clear()
             self.durable = self.scan()
+            self.frozen = False
             return cut.kept
 
 
@@ -351,6 +359,10 @@ class _Control:
                     data = self.layer.durable.resolve(parts)
                     unsynced = self.layer.durable.unsynced()
                 self.say(ok=True, data=None if data is None else base64.b64encode(data).decode(), unsynced=unsynced)
+            elif op == "freeze":
+                with self.layer._mutex:
+                    self.layer.frozen = True
+                self.say(ok=True)
             elif op == "export":
                 try:
                     self.layer.export(str(request["path"]))

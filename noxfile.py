@@ -39,6 +39,14 @@ def conformance(session: nox.Session) -> None:
 
 
 @nox.session
+def powerloss(session: nox.Session) -> None:
+    """Certify the reference under simulated power cuts (Linux, FUSE, root or the fuse group; not run by default)."""
+    session.install(".[powerloss]")
+    argv = ["resumekit", "run", "--adapter", "reference", "--fault-model", "power-loss", "--jobs", "2"]
+    session.run(*argv, *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check the code with ruff, and the CI workflow with its schema and zizmor, all offline."""
     session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor")

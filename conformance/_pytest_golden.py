@@ -137,7 +137,7 @@ class GoldenItem(pytest.Item):
             result = run_decision(self.case, adapter, state.profile)
         else:
             result = state.runners[self.case.kind](self.case)
-        if result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED):
+        if result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED, Outcome.NOT_RUN):
             pytest.skip(f"{result.outcome.value}: {result.message}")
         if result.outcome is not Outcome.PASSED:
             raise GoldenFailure(result)

@@ -173,6 +173,14 @@ def _run_parser(commands: Any) -> None:
         help=f"kills in the random crash schedule; fewer than {DEFAULT_KILLS} make a subset run",
     )
     run.add_argument(
+        "--fault-model",
+        choices=["process-crash", "power-loss"],
+        default="process-crash",
+        help="how the crash and schedule cases crash the implementation: a process kill, or a kill followed by a "
+        "simulated power cut that drops every write not synced (Linux, FUSE: root or the fuse group; elsewhere "
+        "those cases are reported not run)",
+    )
+    run.add_argument(
         "--expect",
         type=Path,
         metavar="FILE",
@@ -550,6 +558,7 @@ def _selection(
         golden=golden,
         expectations=str(arguments.expect) if arguments.expect is not None else None,
         expectations_digest=expected.digest if expected is not None else None,
+        fault_model=arguments.fault_model,
     )
 
 
@@ -670,13 +679,20 @@ def _runners(
         budget=adapter.budget,  # one count of failed starts for every process of the run
     )
     on_kill = progress.kill_progress if progress is not None else None
+    power = crash.PowerLoss() if arguments.fault_model == "power-loss" else None
     runners: dict[str, Any] = crash.runners(
-        factory, profile=profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter, on_kill=on_kill
+        factory,
+        profile=profile,
+        seed=seed,
+        kills=arguments.kills,
+        adapter_spec=arguments.adapter,
+        on_kill=on_kill,
+        power=power,
     )
     # The P1 harness brings the control plane, an HTTP server and SQLite: only `run` loads it.
     from resumekit.conformance.p1 import harness
 
-    runners["p1"] = harness.runner(factory, profile=profile)
+    runners["p1"] = harness.runner(factory, profile=profile, power=power)
     return runners
 
 

@@ -131,7 +131,7 @@ def to_junit(run: Run) -> str:
             tests=str(len(results)),
             failures=str(counts[Outcome.FAILED]),
             errors=str(counts[Outcome.ERRORED]),
-            skipped=str(counts[Outcome.SKIPPED] + counts[Outcome.NOT_CLAIMED]),
+            skipped=str(counts[Outcome.SKIPPED] + counts[Outcome.NOT_CLAIMED] + counts[Outcome.NOT_RUN]),
             time=f"{sum(r.duration for r in results):.6f}",
         )
         _junit_properties(suite, properties)
@@ -157,7 +157,7 @@ def to_junit(run: Run) -> str:
                 ET.SubElement(case, "failure", message=_first_line(result)).text = text
             elif result.outcome is Outcome.ERRORED:
                 ET.SubElement(case, "error", message=_first_line(result)).text = text
-            elif result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED):
+            elif result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED, Outcome.NOT_RUN):
                 ET.SubElement(case, "skipped", message=f"{result.outcome.value}: {result.message or ''}")
     if run.gates:
         _junit_gates(suites, run)
@@ -335,9 +335,14 @@ def format_summary(run: Run) -> str:
     lines += [
         "",
         f"{headline}: {total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
-        f"{total['skipped']} skipped, {total['not_claimed']} not claimed in {run.duration:.2f} s",
+        f"{total['skipped']} skipped, {total['not_claimed']} not claimed"
+        + (f", {total['not_run']} not run" if total.get("not_run") else "")
+        + f" in {run.duration:.2f} s",
     ]
     lines += [f"  {reason}" for reason in verdict.reasons]
+    not_run = [r for r in run.results if r.outcome is Outcome.NOT_RUN]
+    if not_run and not any("not run" in reason for reason in verdict.reasons):
+        lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
     return "\n".join(lines)
 
 

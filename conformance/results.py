@@ -17,10 +17,12 @@ class Outcome(str, enum.Enum):
     ERRORED = "errored"  # no usable answer: it raised, crashed, hung, or broke the protocol
     SKIPPED = "skipped"  # the implementation declined the case, with a reason
     NOT_CLAIMED = "not_claimed"  # the case needs a capability or profile the implementation does not claim
+    NOT_RUN = "not_run"  # the kit cannot run the case on this machine (say, no FUSE for power loss), with why
 
 
 # The outcomes that count against certification.
-BAD = frozenset({Outcome.FAILED, Outcome.ERRORED, Outcome.SKIPPED})
+# A case the kit could not run is no pass: a run that asked for it certifies nothing it did not test.
+BAD = frozenset({Outcome.FAILED, Outcome.ERRORED, Outcome.SKIPPED, Outcome.NOT_RUN})
 DEFAULT_KILLS = 200  # kills in the random crash schedule of a certification; fewer make a subset run
 
 
@@ -37,6 +39,7 @@ class Selection:
     golden: str = "bundled"  # or the directory given with --golden
     expectations: str | None = None  # the --expect file, as given
     expectations_digest: str | None = None  # sha256 of its bytes
+    fault_model: str = "process-crash"  # or "power-loss": the crash kinds under simulated power cuts
 
     def subset_reasons(self) -> tuple[str, ...]:
         """Why a run of this selection is not a certification; empty when it is one."""
@@ -58,6 +61,8 @@ class Selection:
         if self.kinds:
             parts.append(f"--kind {' '.join(self.kinds)}")
         parts.append(f"kills {self.kills}")
+        if self.fault_model != "process-crash":
+            parts.append(f"fault model {self.fault_model}")
         if self.timeout is not None:
             parts.append(f"timeout {self.timeout:g} s")
         if self.golden != "bundled":
@@ -79,6 +84,7 @@ class Selection:
             golden=data.get("golden", "bundled"),
             expectations=data.get("expectations"),
             expectations_digest=data.get("expectationsDigest"),
+            fault_model=data.get("faultModel", "process-crash"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +98,7 @@ class Selection:
             "golden": self.golden,
             "expectations": self.expectations,
             "expectationsDigest": self.expectations_digest,
+            "faultModel": self.fault_model,
         }
 
 
@@ -382,8 +389,11 @@ def _failing_reasons(claimed: list[CaseResult]) -> tuple[str, ...]:
         return ("no claimed case ran",)
     reasons = []
     bad = [r for r in claimed if r.outcome in BAD and r.known_failure is None]
-    if bad:
-        reasons.append(f"{len(bad)} claimed case(s) did not pass")
+    not_run = [r for r in bad if r.outcome is Outcome.NOT_RUN]
+    if len(bad) > len(not_run):
+        reasons.append(f"{len(bad) - len(not_run)} claimed case(s) did not pass")
+    if not_run:
+        reasons.append(f"{len(not_run)} case(s) not run on this machine: {not_run[0].message}")
     unexpected = [r for r in claimed if r.unexpected_pass]
     if unexpected:
         reasons.append(f"{len(unexpected)} expected failure(s) passed: take them off the expectations file")

@@ -164,7 +164,14 @@ def test_unclaimed_capabilities_are_reported_as_not_claimed(tmp_path: Path) -> N
     in_process = "python:resumekit.reference:build_resume_plan"
     code, document, output = resumekit(tmp_path, "--adapter", in_process, "--only", "crash-*")
     assert code == 1, output
-    assert document["summary"] == {"passed": 0, "failed": 0, "errored": 0, "skipped": 0, "not_claimed": 12}
+    assert document["summary"] == {
+        "passed": 0,
+        "failed": 0,
+        "errored": 0,
+        "skipped": 0,
+        "not_claimed": 12,
+        "not_run": 0,
+    }
     assert document["certified"] is False
     assert all("phase0.store" in r["message"] for r in document["results"])
 

@@ -100,6 +100,7 @@ def test_a_whole_run_is_a_certification_and_records_its_full_selection(tmp_path:
         "golden": "bundled",
         "expectations": None,
         "expectationsDigest": None,
+        "faultModel": "process-crash",
     }
     assert document["resumekit"]["version"] and len(document["resumekit"]["goldenDigest"]) == 64
     properties = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}

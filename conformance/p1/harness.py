@@ -5,6 +5,12 @@ decoy tree outside the root), starts the simulated control plane on loopback, dr
 the adapter's ``p1.worker`` commands, kills it with real signals, and then judges from evidence it
 collects itself (docs/spec/p1.md, section 16): the control plane's log, the origin's refs and push log,
 the journal read read-only, the caches, and listings of the workspace root.
+
+Under simulated power loss (``--fault-model power-loss``) the state directory is the kit's FUSE layer
+(``resumekit.conformance.powerloss``): every kill is followed by a power cut that drops what the worker
+never synced, the moment checks read the journal as a cut would leave it (so a submission, a receipt or
+a push is judged against what was durable when it arrived), and after each cut every task's cache must
+be a complete version, old or new, never torn or empty (CACHE-3).
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
 from resumekit.conformance.p1.faults import FaultError, fault_from_mapping
 from resumekit.conformance.p1.origin import GitError, Origin, create_origin
+from resumekit.conformance.powerloss import FAULT_MODEL as POWER_LOSS_MODEL
+from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for, start_failed
 
@@ -67,6 +75,23 @@ class _World:
     kill_current: Callable[[], None] | None = None  # kills the running worker through the process guard
     kill_event: threading.Event = field(default_factory=threading.Event)
     changed_at: int = 0  # the control plane's log length at the kit's last change of the world
+    layer: PowerLayer | None = None  # the power-loss layer over state_dir, under power loss
+    exports: int = 0
+
+    @property
+    def kill_model(self) -> str:
+        return POWER_LOSS_MODEL if self.layer is not None else KILL_MODEL
+
+    def durable_journal(self) -> list[evidence.Row]:
+        """The journal as a power cut now would leave it (EVID-3 read of the durable view)."""
+        assert self.layer is not None
+        self.exports += 1
+        target = self.root / f"durable-{self.exports}"
+        try:
+            self.layer.export(target)
+            return evidence.read_journal(target)
+        finally:
+            _files.remove(target)
 
 
 class _Observer:
@@ -78,8 +103,11 @@ class _Observer:
 
     def _journal(self) -> list[evidence.Row]:
         try:
+            if self.world.layer is not None:
+                with self.lock:
+                    return self.world.durable_journal()
             return evidence.read_journal(self.world.state_dir)
-        except evidence.JournalUnreadable:
+        except (evidence.JournalUnreadable, LayerError):
             return []
 
     def _problem(self, clause: str, pointer: str, expected: Any, actual: Any, note: str) -> list[str]:
@@ -177,7 +205,7 @@ class _Worker:
             outcome,
             message=message,
             mismatches=mismatches or (Mismatch("", None, None, None, message),),
-            fault_model=KILL_MODEL if self.world.killed_at or self.count > 1 else NO_CRASH_MODEL,
+            fault_model=self.world.kill_model if self.world.killed_at or self.count > 1 else NO_CRASH_MODEL,
             stderr_tail=tail or None,
         )
 
@@ -241,10 +269,17 @@ class _Worker:
         assert isinstance(pid, int)
         self.pid = pid
 
+    def _freeze(self) -> None:
+        """Under power loss, the instant of the cut, just before a kill: no sync lands after it."""
+        if self.world.layer is not None:
+            with contextlib.suppress(LayerError):  # a layer that fails shows in the cut that follows
+                self.world.layer.freeze()
+
     def _kill_now(self) -> None:
         # Called from the control plane's thread at a kit-side kill point: kill, never wait here.
         process = self.adapter.process if self.adapter is not None else None
         if process is not None and self.pid is not None:
+            self._freeze()
             with contextlib.suppress(NotInTree, OSError):
                 process.kill_member(self.pid)
 
@@ -307,6 +342,7 @@ class _Worker:
     def kill(self) -> None:
         if self.pid is None or self.adapter is None or self.adapter.process is None:
             raise _Abort(self.fail("the scenario kills a worker that is not running"))
+        self._freeze()
         try:
             self.adapter.process.kill_member(self.pid)
         except NotInTree as error:
@@ -341,6 +377,34 @@ class _Worker:
         self.adapter = None
         self.pid = None
         self.world.kill_current = None
+        if self.world.layer is not None:
+            self._power_cut(self.world.layer)
+
+    def _power_cut(self, layer: PowerLayer) -> None:
+        """Drop what the dead worker never synced; then every cache must be a whole version (CACHE-3)."""
+        try:
+            layer.cut("lose", 0)
+        except LayerError as error:
+            raise _Abort(
+                result_for(
+                    self.case, Outcome.ERRORED, message=f"the power cut failed: {error}", fault_model=POWER_LOSS_MODEL
+                )
+            ) from None
+        for name in evidence.listing(self.world.state_dir / "tasks"):
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            status, raw = evidence.read_cache(self.world.state_dir, name[: -len(".json")])
+            if status == "torn":
+                self.world.moment_problems.append(
+                    Mismatch(
+                        f"/caches/{name}/after-power-cut",
+                        "a complete cache, old or new",
+                        raw[:80] if raw else "empty",
+                        "CACHE-3",
+                        "after a power cut the cache was torn or empty: its temporary file was not synced before "
+                        "the replace",
+                    )
+                )
 
     def stop(self) -> None:
         answer = self.ask("p1.worker.stop")
@@ -389,12 +453,27 @@ def _task(
 
 
 @contextlib.contextmanager
-def _world(case: ScenarioCase) -> Iterator[_World]:
+def _world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[_World]:
     root = _files.scratch("p1")
+    layer = None
     try:
         workspace_root, state_dir, decoy = root / "workspaces", root / "state", root / "decoy"
-        for folder in (workspace_root, state_dir):
-            folder.mkdir()
+        workspace_root.mkdir()
+        if power is None:
+            state_dir.mkdir()
+        else:
+            layer = PowerLayer(root / "state-backing", state_dir, power.sync_delay)
+            try:
+                layer.start()
+            except LayerError as error:
+                raise _Abort(
+                    result_for(
+                        case,
+                        Outcome.ERRORED,
+                        message=f"cannot mount the power layer: {error}",
+                        fault_model=POWER_LOSS_MODEL,
+                    )
+                ) from None
         for name, text in DECOY_FILES.items():
             (decoy / name).parent.mkdir(parents=True, exist_ok=True)
             (decoy / name).write_text(text, encoding="utf-8")
@@ -407,8 +486,10 @@ def _world(case: ScenarioCase) -> Iterator[_World]:
                 branches=spec.get("branches", ()),
                 later=spec.get("later"),
             )
-        yield _World(root, workspace_root, state_dir, decoy, origins)
+        yield _World(root, workspace_root, state_dir, decoy, origins, layer=layer)
     finally:
+        if layer is not None:
+            layer.stop()
         _files.remove(root)
 
 
@@ -434,6 +515,19 @@ def _damage_cache(world: _World, task_id: str, how: str) -> None:
         path.write_bytes(canonical_json(cache))
     elif how == "stray_tmp":
         (tasks / f".{task_id}.json.tmp").write_bytes(b'{"cache_version": 1, "phase": "result_submitted"')
+    if world.layer is not None:
+        # The kit's own damage is durable at once: a later power cut must not quietly repair it.
+        for entry in tasks.iterdir():
+            _sync_path(entry)
+        _sync_path(tasks)
+
+
+def _sync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _plant(world: _World, spec: Mapping[str, Any]) -> None:
@@ -454,10 +548,10 @@ def _tamper(world: _World) -> None:
             (path / "tampered-by-the-kit.txt").write_text("must never reach a result\n", encoding="utf-8")
 
 
-def run_scenario(case: ScenarioCase, factory: Factory, profile: str) -> CaseResult:
+def run_scenario(case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None) -> CaseResult:
     """Build the scenario's world, run its steps against fresh worker processes, and judge."""
     try:
-        with _world(case) as world:
+        with _world(case, power) as world:
             observer = _Observer(world, profile)
             control = ControlPlane(log_path=world.root / "control-plane.jsonl", ttl_ms=case.ttl_ms, observer=observer)
             worker = _Worker(case, factory, world, control)
@@ -549,7 +643,7 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
     mismatches = tuple(world.moment_problems) + tuple(verdict)
     if mismatches:
         return worker.fail(f"{len(mismatches)} check(s) failed", *mismatches)
-    model = KILL_MODEL if world.killed_at else NO_CRASH_MODEL
+    model = world.kill_model if world.killed_at else NO_CRASH_MODEL
     return result_for(case, Outcome.PASSED, fault_model=model)
 
 
@@ -648,9 +742,32 @@ def _journal_or_abort(worker: _Worker, world: _World) -> list[evidence.Row]:
         raise _Abort(worker.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
 
 
-def runner(factory: Factory, *, profile: str) -> Callable[[Any], CaseResult]:
-    """The case runner for P1 scenarios, bound to a maker of fresh worker adapters."""
-    return lambda case: run_scenario(case, factory, profile)
+def runner(factory: Factory, *, profile: str, power: PowerLoss | None = None) -> Callable[[Any], CaseResult]:
+    """The case runner for P1 scenarios, bound to a maker of fresh worker adapters.
+
+    With *power* the scenarios that kill run under simulated power loss; where the layer cannot run,
+    those are not run, with the reason (the others run as usual).
+    """
+
+    def run(case: ScenarioCase) -> CaseResult:
+        if power is not None and _kills(case):
+            from resumekit.conformance.powerloss import unavailable
+
+            reason = unavailable()
+            if reason is not None:
+                message = f"power loss cannot be simulated here: {reason}"
+                return result_for(case, Outcome.NOT_RUN, message=message, fault_model=POWER_LOSS_MODEL)
+            return run_scenario(case, factory, profile, power)
+        return run_scenario(case, factory, profile)
+
+    return run
+
+
+def _kills(case: ScenarioCase) -> bool:
+    """Whether a scenario kills its worker: a kill step, or a kit-side kill point among its faults."""
+    steps = any("kill" in step for step in case.steps)
+    faults = [*case.faults, *(step["fault"] for step in case.steps if "fault" in step)]
+    return steps or any(fault.get("fault") == "KillPoint" for fault in faults)
 
 
 __all__: Sequence[str] = ("KILL_MODEL", "run_scenario", "runner")

@@ -3,6 +3,11 @@
 Fault model: a process crash. The writer is killed with SIGKILL (TerminateProcess on Windows), so
 data it handed to the operating system survives and nothing in its own buffers does. This proves
 recovery from a process crash, not durability across power loss or a kernel crash.
+
+With a ``PowerLoss`` (``resumekit run --fault-model power-loss``, Linux) the same cases run under a
+simulated power cut instead: the workspace is a FUSE layer (``resumekit.conformance.powerloss``) that
+keeps only what was synced, every kill is followed by a cut, and at every acknowledgement the kit
+reads the durable view of the ledger (``phase0.ledger-file``) to see that the row was synced first.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Re
 from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.phase0 import check, faults
+from resumekit.conformance.powerloss import FAULT_MODEL as POWER_LOSS_MODEL
+from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss, unavailable
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, plan_problem, result_for, start_failed
 
@@ -45,25 +52,30 @@ class _Abort(Exception):
 class _Session:
     """One case's dealings with implementation processes, turning every bad reply into _Abort."""
 
-    def __init__(self, case: Case, factory: Factory, profile: str) -> None:
+    def __init__(self, case: Case, factory: Factory, profile: str, power: PowerLoss | None = None) -> None:
         self.case, self.factory, self.profile = case, factory, profile
         self.adapter: ProcessAdapter | None = None
+        self.power = power
+        self.model = POWER_LOSS_MODEL if power is not None else FAULT_MODEL
+        self.layer: PowerLayer | None = None  # mounted under power loss
+        self.ledger: Path | None = None  # the ledger file, once located, whose durable view is checked
+        self.cut_notes: list[str] = []
 
     def start(self) -> ProcessAdapter:
         self.adapter = self.factory()
         try:
             self.adapter.start()
         except AdapterStartError as error:
-            raise _Abort(start_failed(self.case, error, fault_model=FAULT_MODEL)) from None
+            raise _Abort(start_failed(self.case, error, fault_model=self.model)) from None
         return self.adapter
 
     def ask(self, cmd: str, **fields: Any) -> Any:
         assert self.adapter is not None
         reply: Reply = self.adapter.request(cmd, **fields)
         if reply.outcome == "skipped":
-            raise _Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message, fault_model=FAULT_MODEL))
+            raise _Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message, fault_model=self.model))
         if reply.outcome != "result":
-            raise _Abort(_with_model(errored(self.case, reply, cmd)))
+            raise _Abort(dataclasses.replace(errored(self.case, reply, cmd), fault_model=self.model))
         if not isinstance(reply.value, dict):
             raise _Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
         return reply.value
@@ -75,7 +87,7 @@ class _Session:
             Outcome.FAILED,
             message=message,
             mismatches=mismatches or (Mismatch("", None, None, None, message),),
-            fault_model=FAULT_MODEL,
+            fault_model=self.model,
             stderr_tail=tail or None,
             **fields,
         )
@@ -116,6 +128,7 @@ class _Session:
         """Kill the pid the implementation named, and the process the kit started, and reap both."""
         assert self.adapter is not None and self.adapter.process is not None
         process = self.adapter.process
+        self.freeze()
         try:
             process.kill_member(pid)
         except NotInTree as error:
@@ -130,16 +143,74 @@ class _Session:
             raise _Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
         self.adapter.process = None
         self.adapter = None
+        self.power_cut(seed=0, mode="lose")
+
+    def errored(self, message: str) -> CaseResult:
+        """The result of a case the kit's own layer failed (not the implementation)."""
+        return result_for(self.case, Outcome.ERRORED, message=message, fault_model=self.model)
+
+    def freeze(self) -> None:
+        """Under power loss, the instant of the cut, taken just before the kill: no later sync lands."""
+        if self.layer is None:
+            return
+        try:
+            self.layer.freeze()
+        except LayerError as error:
+            raise _Abort(self.errored(f"the power layer failed: {error}")) from None
+
+    def power_cut(self, *, seed: int, mode: str) -> None:
+        """Under power loss, after the kill: drop what was never synced (a no-op for a process crash)."""
+        if self.layer is None:
+            return
+        try:
+            self.cut_notes.append(f"{mode}: {self.layer.cut(mode, seed)}")
+        except LayerError as error:
+            raise _Abort(self.errored(f"the power cut failed: {error}")) from None
+
+    def acknowledged(self, rows: int, *, replay: str | None = None, locate: bool = True) -> None:
+        """Under power loss, the ledger's durable view must hold *rows* rows when the kit hears the acknowledgement.
+
+        Only where the implementation shows its ledger file (``phase0.ledger-file``); without it the
+        cuts alone judge. The layer answers an fsync only after a delay, so a row acknowledged before
+        its sync is still volatile here.
+        """
+        if self.layer is None:
+            return
+        if self.ledger is None:
+            if not locate or self.adapter is None:
+                return
+            if "phase0.ledger-file" not in self.adapter.implementation.capabilities:
+                return
+            located = self.ask("phase0.ledger.locate").get("path")
+            try:
+                self.ledger = _files.inside(self.layer.mountpoint, located)
+            except _files.Refused as error:
+                raise _Abort(self.fail(f"phase0.ledger.locate: {error}")) from None
+        try:
+            durable = self.layer.durable(self.ledger)
+        except LayerError as error:
+            raise _Abort(self.errored(f"the power layer failed: {error}")) from None
+        held = 0 if durable is None else durable.count(b"\n")
+        if held < rows:
+            where = "no ledger file at all" if durable is None else f"{held} row(s)"
+            raise _Abort(
+                self.fail(
+                    f"row {rows} was acknowledged before it was durable: when the acknowledgement arrived, a "
+                    f"power cut would have left {where} (the row, or the file's name in its directory, was "
+                    "not synced yet)",
+                    Mismatch("/durable/rows", rows, held, "STORE-2"),
+                    replay=replay,
+                )
+            )
 
 
-def _kill_if_running(process: LineProcess, pid: int) -> None:
+def _kill_if_running(process: LineProcess, pid: int, layer: PowerLayer | None = None) -> None:
     # Runs on a timer thread: a process that already died by itself is not an error to print there.
+    if layer is not None:  # the power goes first; a failed freeze shows in the cut that follows
+        with contextlib.suppress(LayerError):
+            layer.freeze()
     with contextlib.suppress(NotInTree, OSError):
         process.kill_member(pid)
-
-
-def _with_model(result: CaseResult) -> CaseResult:
-    return dataclasses.replace(result, fault_model=FAULT_MODEL)
 
 
 @contextlib.contextmanager
@@ -150,7 +221,24 @@ def _scratch(label: str, session: _Session) -> Iterator[Path]:
     finally:
         # Stop the implementation first: an armed exit path writes its marker into this folder.
         session.close()
+        if session.layer is not None:
+            session.layer.stop()
+            session.layer = None
         _files.remove(path)
+
+
+def _make_workspace(scratch: Path, session: _Session) -> Path:
+    """The case's workspace: a plain folder, or under power loss the mounted layer."""
+    workspace = scratch / "workspace"
+    if session.power is None:
+        workspace.mkdir()
+        return workspace
+    session.layer = PowerLayer(scratch / "backing", workspace, session.power.sync_delay)
+    try:
+        session.layer.start()
+    except LayerError as error:
+        raise _Abort(session.errored(f"cannot mount the power layer: {error}")) from None
+    return workspace
 
 
 def _same_events(expected: Sequence[Mapping[str, Any]], actual: Any) -> bool:
@@ -161,13 +249,12 @@ def _ids(events: Any) -> list[Any]:
     return [e.get("id") if isinstance(e, dict) else e for e in events] if isinstance(events, list) else [events]
 
 
-def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
-    """One failpoint: append its prefix, kill the writer, reopen, read, plan twice, decide."""
-    session = _Session(case, factory, profile)
+def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss | None = None) -> CaseResult:
+    """One failpoint: append its prefix, kill the writer (and cut the power), reopen, read, plan twice, decide."""
+    session = _Session(case, factory, profile, power)
     try:
         with _scratch(case.failpoint.lower(), session) as scratch:
-            workspace, marker = scratch / "workspace", scratch / "finally.marker"
-            workspace.mkdir()
+            workspace, marker = _make_workspace(scratch, session), scratch / "finally.marker"
             session.start()
             session.open(workspace)
             pid = session.arm(marker)
@@ -180,6 +267,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
                             Mismatch(f"/append/{index}/rows", index + 1, rows, "STORE-1"),
                         )
                     )
+                session.acknowledged(index + 1)
             session.crash(pid)
             if marker.exists():
                 raise _Abort(
@@ -227,7 +315,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str) -> CaseResult:
             session.close()
             if mismatches:
                 return session.fail(f"after the crash at {case.failpoint} the reopened run is wrong", *mismatches)
-            return result_for(case, Outcome.PASSED, fault_model=FAULT_MODEL)
+            return result_for(case, Outcome.PASSED, fault_model=session.model)
     except _Abort as abort:
         return abort.result
     finally:
@@ -495,18 +583,21 @@ def run_schedule(
     kills: int,
     replay: str,
     on_kill: KillProgress | None = None,
+    power: PowerLoss | None = None,
 ) -> CaseResult:
-    """Kill the writer at seeded random moments while it appends; every acknowledged row must survive."""
+    """Kill the writer at seeded random moments while it appends; every acknowledged row must survive.
+
+    Under power loss every kill is followed by a cut in a mode drawn from the same seed.
+    """
     rng = random.Random(seed)
-    session = _Session(case, factory, profile)
+    session = _Session(case, factory, profile, power)
     sent: list[dict[str, Any]] = []
     acknowledged = 0
     latencies: list[float] = []  # seconds from sending an append to its acknowledgement
     in_flight_kills = landed_unacknowledged = 0
     try:
         with _scratch("schedule", session) as scratch:
-            workspace = scratch / "workspace"
-            workspace.mkdir()
+            workspace = _make_workspace(scratch, session)
             if on_kill is not None:
                 on_kill(0, kills)
             for cycle in range(kills):
@@ -549,23 +640,30 @@ def run_schedule(
                     session.ask("phase0.store.append", event=event)
                     latencies.append(time.perf_counter() - began)
                     acknowledged = len(sent)
+                    session.acknowledged(acknowledged, replay=replay)
                 typical = statistics.median(latencies[-50:]) if latencies else 0.002
                 event = _stream_event(case.template, len(sent))
                 sent.append(event)
                 timer = threading.Timer(
-                    fraction * typical, _kill_if_running, args=(session.adapter.process, pid)
+                    fraction * typical, _kill_if_running, args=(session.adapter.process, pid, session.layer)
                 )
                 timer.start()
                 reply = session.adapter.request("phase0.store.append", event=event)
                 timer.join()
-                if reply.outcome == "result":
+                acked_in_flight = reply.outcome == "result"
+                if acked_in_flight:
                     acknowledged = len(sent)
                 else:
                     in_flight_kills += 1
                 session.adapter.kill()
                 if not wait_pid_gone(pid, timeout=10.0):
                     raise _Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=replay))
+                if acked_in_flight and session.layer is not None:
+                    # The process is dead; the layer still answers what a cut would leave.
+                    session.acknowledged(acknowledged, replay=replay, locate=False)
                 session.adapter = None
+                if power is not None:
+                    session.power_cut(seed=rng.randrange(2**32), mode=rng.choice(power.modes))
                 if marker.exists():
                     raise _Abort(
                         session.fail(
@@ -592,13 +690,14 @@ def run_schedule(
             mismatches = check.compare_determinism(plans[0], plans[1])
             if mismatches:
                 raise _Abort(session.fail("two plans of the final ledger differ", *mismatches, replay=replay))
+            cuts = f" and power cuts ({_cut_counts(session.cut_notes)})" if power is not None else ""
             return result_for(
                 case,
                 Outcome.PASSED,
-                fault_model=FAULT_MODEL,
+                fault_model=session.model,
                 replay=replay,
                 message=(
-                    f"{kills} kills, {in_flight_kills} of them before the last append was acknowledged "
+                    f"{kills} kills{cuts}, {in_flight_kills} of them before the last append was acknowledged "
                     f"({landed_unacknowledged} of those rows had landed anyway); "
                     f"the final ledger holds {len(events)} rows, every acknowledged one among them"
                 ),
@@ -607,6 +706,14 @@ def run_schedule(
         return abort.result
     finally:
         session.close()
+
+
+def _cut_counts(notes: Sequence[str]) -> str:
+    counted: dict[str, int] = {}
+    for note in notes:
+        mode = note.split(":", 1)[0]
+        counted[mode] = counted.get(mode, 0) + 1
+    return ", ".join(f"{count} {mode}" for mode, count in sorted(counted.items()))
 
 
 MARKER_NEVER_WRITTEN = "the exit path never wrote the marker, so a kill cannot be told from an orderly exit"
@@ -684,20 +791,35 @@ def runners(
     kills: int,
     adapter_spec: str,
     on_kill: KillProgress | None = None,
+    power: PowerLoss | None = None,
 ) -> dict[str, Callable[[Any], CaseResult]]:
     """The case runners for the crash kinds, bound to a maker of fresh implementation processes.
 
     The cases that kill (crash, schedule) first need the positive control of the marker to pass.
+    With *power* they run under simulated power cuts; where the layer cannot run, they are not run,
+    with the reason.
     """
     control = _MarkerControl(factory)
+    option = " --fault-model power-loss" if power is not None else ""
+
+    def not_run(case: Case) -> CaseResult | None:
+        if power is None:
+            return None
+        reason = unavailable()
+        if reason is None:
+            return None
+        return result_for(case, Outcome.NOT_RUN, message=f"power loss cannot be simulated here: {reason}",
+                          fault_model=POWER_LOSS_MODEL)
 
     def crash(case: CrashCase) -> CaseResult:
-        return control.verdict(case) or run_crash(case, factory, profile)
+        return not_run(case) or control.verdict(case) or run_crash(case, factory, profile, power)
 
     def schedule(case: ScheduleCase) -> CaseResult:
-        replay = f'resumekit run --adapter "{adapter_spec}" --only {case.id} --seed {seed} --kills {kills}'
-        return control.verdict(case) or run_schedule(
-            case, factory, profile, seed=seed, kills=kills, replay=replay, on_kill=on_kill
+        replay = f'resumekit run --adapter "{adapter_spec}" --only {case.id} --seed {seed} --kills {kills}{option}'
+        return (
+            not_run(case)
+            or control.verdict(case)
+            or run_schedule(case, factory, profile, seed=seed, kills=kills, replay=replay, on_kill=on_kill, power=power)
         )
 
     return {
@@ -710,6 +832,8 @@ def runners(
 __all__ = [
     "FAULT_MODEL",
     "MARKER_NEVER_WRITTEN",
+    "POWER_LOSS_MODEL",
+    "PowerLoss",
     "orderly_exit_problem",
     "run_crash",
     "run_ledger_fault",

@@ -6,6 +6,8 @@
 // Run: node tests/node_impl/adapter.mjs   (speaks JSON Lines on stdin/stdout; logs go to stderr)
 // Node >= 20, built-in modules only.
 
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { createInterface } from "node:readline";
 
 const PROTOCOL_VERSION = 1;
@@ -21,6 +23,20 @@ const HELLO_RESULT = {
   capabilities: ["phase0.projection"],
   profiles: ["core", "strict"],
 };
+
+// `--store` adds a durable ledger store (phase0.store, phase0.crash, phase0.ledger-file);
+// `--store=no-fsync` is the same store with every sync left out, a deliberately broken variant
+// that survives a process crash and loses acknowledged rows to a power cut.
+const STORE_ARG = process.argv.slice(2).find((a) => a === "--store" || a.startsWith("--store="));
+const STORE_MODE = STORE_ARG === undefined ? null : STORE_ARG === "--store" ? "durable" : STORE_ARG.slice(8);
+if (STORE_MODE !== null) {
+  if (STORE_MODE !== "durable" && STORE_MODE !== "no-fsync") {
+    process.stderr.write(`unknown store mode ${STORE_MODE}; use --store or --store=no-fsync\n`);
+    process.exit(2);
+  }
+  HELLO_RESULT.capabilities = ["phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file"];
+  if (STORE_MODE === "no-fsync") HELLO_RESULT.implementation.name += "-no-fsync";
+}
 
 function log(message) {
   process.stderr.write(`[resumekit-node-example] ${message}\n`);
@@ -495,6 +511,195 @@ function strictDiagnostics(events) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The durable ledger store (docs/spec/phase0.md, section 9), with --store
+//
+// <workspace>/sessions/<sessionId>/runs/<runId>/runtime-events.jsonl, UTF-8 JSON Lines. An append
+// cuts off a torn tail first (STORE-7), writes the whole row with one write, syncs the file, and
+// syncs every directory that gained an entry (the new file, new directories) before it answers
+// (STORE-2). A read opens the file read-only and changes nothing (STORE-6).
+// ---------------------------------------------------------------------------------------------
+
+const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+const ROLES = new Set(["user", "model", "tool", "system"]);
+const AUTHORS = new Set(["user", "agent", "tool", "system"]);
+const STATUSES = new Set(["streaming", "completed", "failed", "aborted", "cancelled"]);
+const KINDS = new Set(["text", "thinking", "function_call", "function_response", "error"]);
+const EVENT_KEYS = new Set([
+  "id", "invocationId", "runId", "sessionId", "turnId", "ts", "branch", "partial", "role", "author", "status",
+  "content", "actions", "refs",
+]);
+
+// Why a parsed row is not a RuntimeEvent (schemas/phase0/runtime-event.json), or null.
+function eventProblem(e) {
+  if (!isObject(e)) return "the row is not a JSON object";
+  for (const key of Object.keys(e)) if (!EVENT_KEYS.has(key)) return `unknown member ${JSON.stringify(key)}`;
+  for (const key of ["id", "invocationId", "runId", "sessionId", "turnId"]) {
+    if (typeof e[key] !== "string" || e[key].length === 0) return `${key} is not a non-empty string`;
+  }
+  if (!(e.ts instanceof RawNumber)) return "ts is not a number";
+  if (e.branch !== undefined && typeof e.branch !== "string") return "branch is not a string";
+  if (typeof e.partial !== "boolean") return "partial is not a boolean";
+  if (!ROLES.has(e.role)) return "role is not one of user, model, tool, system";
+  if (!AUTHORS.has(e.author)) return "author is not one of user, agent, tool, system";
+  if (e.status !== undefined && !STATUSES.has(e.status)) return "status is not a known status";
+  if (e.actions !== undefined && !isObject(e.actions)) return "actions is not an object";
+  if (e.actions !== undefined && e.actions.endInvocation !== undefined && typeof e.actions.endInvocation !== "boolean") {
+    return "actions.endInvocation is not a boolean";
+  }
+  if (e.refs !== undefined && !isObject(e.refs)) return "refs is not an object";
+  if (e.content !== undefined) {
+    const c = e.content;
+    if (!isObject(c) || !KINDS.has(c.kind)) return "content has no known kind";
+    if (c.kind === "function_call" || c.kind === "function_response") {
+      if (typeof c.id !== "string" || c.id.length === 0) return `${c.kind} has no id`;
+      if (typeof c.name !== "string" || c.name.length === 0) return `${c.kind} has no name`;
+      if (c.kind === "function_call" && !("args" in c)) return "function_call has no args";
+    }
+  }
+  return null;
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+const SYNC = STORE_MODE !== "no-fsync";
+
+function syncPath(p) {
+  if (!SYNC) return;
+  const fd = fs.openSync(p, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+class LedgerStore {
+  constructor(workspace, sessionId, runId) {
+    for (const [what, id] of [["sessionId", sessionId], ["runId", runId]]) {
+      if (typeof id !== "string" || !ID_RE.test(id)) throw new TypeError(`invalid ${what} ${JSON.stringify(id)}`);
+    }
+    if (typeof workspace !== "string") throw new TypeError("workspace is not a string");
+    this.workspace = path.resolve(workspace);
+    this.file = path.join(this.workspace, "sessions", sessionId, "runs", runId, "runtime-events.jsonl");
+    this.fd = null;
+    this.rows = 0;
+  }
+
+  close() {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+  }
+
+  open() {
+    const runDir = path.dirname(this.file);
+    const missing = [];
+    for (let d = runDir; d !== this.workspace && !fs.existsSync(d); d = path.dirname(d)) missing.push(d);
+    for (const d of [...missing].reverse()) fs.mkdirSync(d);
+    const created = !fs.existsSync(this.file);
+    const fd = fs.openSync(this.file, "a+");
+    const data = fs.readFileSync(this.file);
+    const committed = data.lastIndexOf(0x0a) + 1;
+    if (committed < data.length) {
+      fs.ftruncateSync(fd, committed); // STORE-7: a torn tail goes before the next row
+      if (SYNC) fs.fsyncSync(fd);
+    }
+    this.rows = data.subarray(0, committed).reduce((n, b) => n + (b === 0x0a ? 1 : 0), 0);
+    this.fd = fd;
+    // Deepest first: the run directory (the new file), then each new directory's parent.
+    return [...(created ? [runDir] : []), ...missing.map((d) => path.dirname(d))];
+  }
+
+  append(event) {
+    const problem = eventProblem(event);
+    if (problem !== null) throw new TypeError(`the event is not a valid RuntimeEvent: ${problem}`);
+    const row = Buffer.from(toCanonicalJson(event) + "\n", "utf8");
+    const gained = this.fd === null ? this.open() : [];
+    fs.writeSync(this.fd, row);
+    if (SYNC) fs.fsyncSync(this.fd);
+    for (const d of new Set(gained)) syncPath(d);
+    this.rows += 1;
+    return this.rows;
+  }
+
+  // {status: "ok", events, tornTail} or {status: "corrupt", line, message}
+  read() {
+    let data;
+    try {
+      data = fs.readFileSync(this.file);
+    } catch (err) {
+      if (err.code === "ENOENT") return { status: "ok", events: [], tornTail: null };
+      throw err;
+    }
+    const committed = data.lastIndexOf(0x0a) + 1;
+    const events = [];
+    let start = 0;
+    for (let line = 1; start < committed; line++) {
+      const end = data.indexOf(0x0a, start);
+      const bytes = data.subarray(start, end);
+      start = end + 1;
+      let event;
+      try {
+        event = parseJson(UTF8.decode(bytes));
+      } catch (err) {
+        return { status: "corrupt", line, message: `row ${line} is not UTF-8 JSON: ${err.message}` };
+      }
+      const problem = eventProblem(event);
+      if (problem !== null) return { status: "corrupt", line, message: `row ${line}: ${problem}` };
+      events.push(event);
+    }
+    const tail = data.length - committed;
+    return { status: "ok", events, tornTail: tail ? { offset: committed, length: tail } : null };
+  }
+}
+
+let store = null;
+const markers = [];
+
+function openStore() {
+  if (store === null) throw new Error("no store is open: send phase0.store.open first");
+  return store;
+}
+
+function writeMarkers() {
+  for (const marker of markers.splice(0)) {
+    try {
+      fs.writeFileSync(marker, "orderly exit\n");
+    } catch (err) {
+      log(`cannot write the exit marker ${marker}: ${err.message}`);
+    }
+  }
+}
+
+function handleStore(request) {
+  const seq = request.seq;
+  switch (request.cmd) {
+    case "phase0.store.open": {
+      const next = new LedgerStore(request.workspace, request.sessionId, request.runId);
+      if (store !== null) store.close();
+      store = next;
+      return { seq, result: {} };
+    }
+    case "phase0.store.append":
+      return { seq, result: { rows: openStore().append(request.event) } };
+    case "phase0.store.read":
+      return { seq, result: openStore().read() };
+    case "phase0.store.plan": {
+      const read = openStore().read();
+      if (read.status !== "ok") return { seq, result: read };
+      const profile = request.profile ?? "core";
+      return { seq, result: { status: "ok", plan: buildPlan(read.events, request.expectedRuntimeEventHighWater, profile) } };
+    }
+    case "phase0.crash.arm":
+      if (typeof request.marker !== "string") throw new TypeError("marker is not a string");
+      markers.push(request.marker);
+      return { seq, result: { pid: process.pid } };
+    case "phase0.ledger.locate":
+      return { seq, result: { path: openStore().file } };
+    default:
+      return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Protocol loop (docs/adapter-protocol.md)
 // ---------------------------------------------------------------------------------------------
 
@@ -531,11 +736,14 @@ function handle(request) {
       const plan = buildPlan(request.events, request.expectedRuntimeEventHighWater, profile);
       return { seq, result: { plan } };
     }
-    default:
+    default: {
+      const answer = STORE_MODE !== null ? handleStore(request) : null;
+      if (answer !== null) return answer;
       return errorResponse(seq, `unknown or unsupported command ${JSON.stringify(request.cmd ?? null)}`, {
         cmd: request.cmd ?? null,
         capabilities: HELLO_RESULT.capabilities,
       });
+    }
   }
 }
 
@@ -572,10 +780,13 @@ async function main() {
   }
   rl.close();
   process.stdin.destroy();
+  if (store !== null) store.close();
+  writeMarkers();
   process.exitCode = 0;
 }
 
 main().catch((err) => {
   log(`fatal: ${err.stack}`);
+  writeMarkers();
   process.exitCode = 1;
 });

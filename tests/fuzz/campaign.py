@@ -169,6 +169,9 @@ def classify_run(
             return "unclear error", output[-800:]
         reasons = "\n".join(said)
     elif not reasons.strip():
+        summary = document.get("summary", {})
+        if results and summary.get("not_claimed") == len(results):
+            return "clear error", f"every selected case is not claimed ({summary['not_claimed']})"
         return "unclear error", f"not certified, but no case says why: {output[-800:]}"
     if evidence and evidence not in reasons and evidence not in output:
         return "unclear error", f"expected {evidence!r} among the reasons:\n{reasons[-800:]}"

@@ -55,6 +55,15 @@ class Mutation:
     specials: list[tuple[str, str]] = field(default_factory=list)
     detail: str = ""
 
+    def write_files(self, root: Path) -> None:
+        """Write the regular files, and a note of the special entries, below *root*."""
+        for name, data in self.files.items():
+            path = root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        if self.specials:
+            (root / "SPECIALS.txt").write_text("".join(f"{n}: {k}\n" for n, k in self.specials), encoding="utf-8")
+
     def write(self, root: Path) -> None:
         import os
 

@@ -62,6 +62,7 @@ class Tally:
     orphans: int = 0
     scratch_left: int = 0
     seconds: float = 0.0
+    scale_ratio: float | None = None
 
     @property
     def tried(self) -> int:

@@ -21,7 +21,7 @@ from tests.fuzz import behaviours, guards, mutations, store
 from tests.fuzz.campaign import Tally, classify_fixture, classify_run
 from tests.support import ROOT, python_command
 
-PARTS = ("fixtures", "adapters", "store")
+PARTS = ("fixtures", "adapters", "store", "scale")
 MEMORY_TARGET_MB = 500
 
 
@@ -360,3 +360,60 @@ def store_part(context: Context, tally: Tally, arguments: argparse.Namespace) ->
     tally.peak_kb = max(tally.peak_kb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
+
+
+# -- scale ------------------------------------------------------------------------------------------
+
+_LOAD = (
+    "import sys, time; from pathlib import Path; from resumekit.conformance.fixtures import load_suite\n"
+    "began = time.perf_counter(); suite = load_suite(Path(sys.argv[1]))\n"
+    "print(len(suite.cases), time.perf_counter() - began)\n"
+)
+
+
+def scale(context: Context, tally: Tally, arguments: argparse.Namespace) -> None:
+    """Load a decision file of 1,000 cases and one of 10,000: the second may take at most 10 times as long.
+
+    The larger load gets 30 times the smaller one's time (and at least a minute): past that it is
+    stopped, and loading is recorded as not linear.
+    """
+    import yaml
+
+    source = yaml.safe_load((mutations.GOLDEN / mutations.COMPANION).read_bytes())
+    timings: dict[int, float] = {}
+    for count in (1000, 10_000):
+        cases = []
+        for n in range(count):
+            case = dict(source["cases"][n % len(source["cases"])])
+            case["id"] = f"scale-{n}"
+            cases.append(case)
+        tree = context.work / "scale" / str(count)
+        path = tree / "phase0" / "decisions" / "scale.yaml"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(mutations._dump({**source, "cases": cases}))
+        limit = max(60.0, 30 * timings[1000]) if timings else arguments.guard
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _LOAD, str(tree)], capture_output=True, text=True, cwd=ROOT,
+                env=context.env(tree.parent / "tmp"), timeout=limit,
+            )
+        except subprocess.TimeoutExpired:
+            if timings:
+                tally.scale_ratio = limit / timings[1000]
+                reason = f"10,000 cases: stopped after {limit:.0f} s, 30 times the {timings[1000]:.1f} s of 1,000"
+                tally.add("accepted wrongly", "loading is not linear in the number of cases", reason)
+            else:
+                tally.add("hang", f"loading {count} cases", f"more than {limit:.0f} s")
+            return
+        if done.returncode != 0:
+            tally.add("traceback", f"loading {count} cases", done.stderr[-1500:])
+            return
+        loaded, seconds = done.stdout.split()
+        timings[count] = float(seconds)
+        print(f"  scale: {loaded} cases loaded in {float(seconds):.2f} s", flush=True)
+        tally.add("accepted correctly", f"loading {count} cases")
+    ratio = timings[10_000] / timings[1000]
+    tally.scale_ratio = ratio
+    print(f"  scale: 10,000 cases took {ratio:.1f} times as long as 1,000 (linear: about 10)", flush=True)
+    if ratio > 10 * 1.5:  # a margin for a noisy machine; quadratic would be about 100
+        tally.add("accepted wrongly", "loading is not linear in the number of cases", f"ratio {ratio:.1f}")

@@ -57,7 +57,12 @@ def command(argv: list[str]) -> dict[str, Any]:
         except BaseException:  # any escape is what the campaign counts
             escaped = traceback.format_exc()
             code = None
-    return {"code": code, "stdout": out.getvalue()[-20_000:], "stderr": err.getvalue()[-20_000:], "escaped": escaped}
+    return {"code": code, "stdout": _clip(out.getvalue()), "stderr": _clip(err.getvalue()), "escaped": escaped}
+
+
+def _clip(text: str) -> str:
+    """The last 300 lines of *text*, each cut to 2,000 characters: a problem quoting a huge value stays one line."""
+    return "\n".join(line[:2000] for line in text.splitlines()[-300:])
 
 
 def job(request: dict[str, Any]) -> dict[str, Any]:

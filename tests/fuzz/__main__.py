@@ -34,7 +34,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="fixture workers at once (default 2)")
     parser.add_argument("--job-timeout", type=float, default=60, help="seconds a mutated tree may take (default 60)")
     parser.add_argument("--guard", type=float, default=180, help="seconds an adapter run may take (default 180)")
-    parser.add_argument("--writer-trials", type=int, default=10, help="two-writer trials (default 10)")
+    parser.add_argument("--writer-trials", type=int, default=50, help="two-writer trials (default 50)")
     parser.add_argument("--writer-rows", default="200000,700000,2000000", help="row sizes of the writer trials")
     parser.add_argument("--report", type=Path, help="write the counts and findings as JSON")
     parser.add_argument("--keep", type=Path, help="keep the work folder (findings' trees) here")

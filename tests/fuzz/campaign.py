@@ -193,7 +193,7 @@ def format_table(tallies: list[Tally], peak_kb: int) -> str:
                 str(tally.unrelated_kills),
                 str(tally.orphans),
                 str(tally.scratch_left),
-                f"{(tally.peak_kb if tally.name != 'total' else peak_kb) / 1024:.0f}",
+                _megabytes(tally.peak_kb if tally.name != "total" else peak_kb),
             ]
         )
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
@@ -201,6 +201,10 @@ def format_table(tallies: list[Tally], peak_kb: int) -> str:
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     lines += ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def _megabytes(kilobytes: int) -> str:
+    return f"{kilobytes / 1024:.0f}" if kilobytes else "-"  # 0: not measured for this part
 
 
 def _total(tallies: list[Tally]) -> Tally:

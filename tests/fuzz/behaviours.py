@@ -31,7 +31,8 @@ class Behaviour:
 BEHAVIOURS = [
     # Answers that are not a usable reply.
     Behaviour("prints garbage before a reply", "prints-garbage", evidence="not a JSON line"),
-    Behaviour("stray output between exchanges", "late-stray-output", selection=TORN, evidence="not a JSON line"),
+    Behaviour("stray output between exchanges", "late-stray-output", selection=TORN,
+              evidence="DEBUG read done"),
     Behaviour("greets on stdout before hello", "chatty-hello"),
     Behaviour("count as a string", "sloppy-messages", selection=CRASH, evidence="/result/rows"),
     Behaviour("extra field in a result", "extra-field", selection=CRASH, evidence="cachedRows"),

@@ -120,6 +120,13 @@ def writers(session: nox.Session) -> None:
 
 
 @nox.session
+def fuzz(session: nox.Session) -> None:
+    """Mutated fixtures, misbehaving adapters and an abused store against the kit (not run by default)."""
+    session.install(".", "hypothesis")
+    session.run("python", "-m", "tests.fuzz", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Measure the runner and the reference against their physical floors (not run by default)."""
     session.install(".")

@@ -420,6 +420,29 @@ BAD_REPLIES = {
     "overflow": lambda seq: b'{"seq": %d, "result": {"plan": {"x": 1e400}}}' % seq,
     "deep": lambda seq: b'{"seq": %d, "result": {"plan": ' % seq + b"[" * 200_000 + b"]" * 200_000 + b"}}",
     "seq-float": lambda seq: b'{"seq": %d.0, "result": {"plan": {}}}' % seq,
+    # More garbage, for the campaign (tests/fuzz): each line is one way a reply can be wrong.
+    "seq-true": lambda seq: b'{"seq": true, "result": {"plan": {}}}',
+    "seq-huge": lambda seq: b'{"seq": %d, "result": {"plan": {}}}' % 2**70,
+    "seq-stale": lambda seq: b'{"seq": %d, "result": {"plan": {}}}' % (seq - 1),
+    "seq-missing": lambda seq: b'{"result": {"plan": {}}}',
+    "binary": lambda seq: bytes(range(256)).replace(b"\n", b""),
+    "invalid-utf8": lambda seq: b'{"seq": %d, "result": {"plan": "\xff\xfe"}}' % seq,
+    "nul": lambda seq: b'{"seq": %d, "result": {"plan": "a\x00b"}}' % seq,
+    "empty-line": lambda seq: b"",
+    "array": lambda seq: b"[%d, {}]" % seq,
+    "string": lambda seq: b'"hello"',
+    "both": lambda seq: b'{"seq": %d, "result": {"plan": {}}, "error": {"message": "x"}}' % seq,
+    "neither": lambda seq: b'{"seq": %d}' % seq,
+    "two-answers": lambda seq: b'{"seq": %d, "result": {"plan": {}}}\n{"seq": %d, "result": {"plan": {}}}' % (seq, seq),
+    "error-no-message": lambda seq: b'{"seq": %d, "error": {}}' % seq,
+    "skipped-no-reason": lambda seq: b'{"seq": %d, "skipped": {}}' % seq,
+    "duplicate-keys": lambda seq: b'{"seq": %d, "seq": %d, "result": {"plan": {}}}' % (seq, seq + 1),
+    "huge-int": lambda seq: b'{"seq": %d, "result": {"plan": {"x": %s}}}' % (seq, b"9" * 100_000),
+    "deep-object": lambda seq: (
+        b'{"seq": %d, "result": {"plan": ' % seq + b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"}}"
+    ),
+    "lone-surrogate": lambda seq: b'{"seq": %d, "result": {"plan": {"x": "\\ud800"}}}' % seq,
+    "bom": lambda seq: b'\xef\xbb\xbf{"seq": %d, "result": {"plan": {}}}' % seq,
 }
 
 
@@ -445,6 +468,91 @@ class StartsOnce(Harness):
 
     def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
         os._exit(5)
+
+
+class BadHello(Harness):
+    """Fails its hello in the way the argument names: exit, hang, protocol-2, garbage, error, empty."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("cmd") != "hello":
+            return super().handle(request)
+        how = _argument()
+        if how == "exit":
+            os._exit(0)
+        if how == "hang":
+            time.sleep(3600)
+        if how == "garbage":
+            _raw(b"\x00\x01 not a reply\n")
+            return None
+        if how == "error":
+            return {"seq": request["seq"], "error": {"message": "not today"}}
+        answer = super().handle(request)
+        assert answer is not None
+        if how == "protocol-2":
+            answer["result"]["protocol"] = 2
+        elif how == "empty":
+            answer["result"]["capabilities"] = []
+        elif how == "unknown-capability":
+            answer["result"]["capabilities"] = ["phase9.teleport"]
+        return answer
+
+
+class NamesAPid(Harness):
+    """Reports the argument, decoded as JSON, as the process to kill: 0, -1, 1, true, "12", null."""
+
+    def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._crash_arm(request)
+        return {"pid": json.loads(_argument())}
+
+
+class NamesTheKitsParent(Harness):
+    """Reports the kit's parent (the adapter's grandparent) as the process to kill."""
+
+    def _crash_arm(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._crash_arm(request)
+        kit = os.getppid()
+        stat = Path(f"/proc/{kit}/stat").read_text()
+        return {"pid": int(stat.rsplit(")", 1)[1].split()[1])}
+
+
+class LocatesOdd(Harness):
+    """Names an odd ledger: relative, the workspace folder, a missing file, /dev/zero, a NUL, a number."""
+
+    def _ledger_locate(self, request: dict[str, Any]) -> dict[str, Any]:
+        ledger = Path(super()._ledger_locate(request)["path"])
+        how = _argument()
+        workspace = ledger.parents[4]
+        path: object = {
+            "relative": "sessions/session-1/runs/run-1/runtime-events.jsonl",
+            "folder": str(workspace),
+            "missing": str(ledger.parent / "no-such.jsonl"),
+            "dev-zero": "/dev/zero",
+            "nul": str(ledger) + "\0.txt",
+            "number": 7,
+            "dotdot": str(ledger.parent / ".." / ".." / ".." / ".." / ".." / "escaped.jsonl"),
+        }[how]
+        return {"path": path}
+
+
+class ClosesStdout(Harness):
+    """Closes its stdout on one case and stays alive."""
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("case") == VICTIM:
+            os.close(1)
+            time.sleep(3600)
+        return super()._plan(request)
+
+
+class StderrFlood(Harness):
+    """Writes many short lines to stderr before each plan, then answers."""
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        err = sys.__stderr__
+        assert err is not None
+        err.write("a log line\n" * 20_000)
+        err.flush()
+        return super()._plan(request)
 
 
 MODES: dict[str, type[Harness]] = {
@@ -482,6 +590,12 @@ MODES: dict[str, type[Harness]] = {
     "huge-stderr": HugeStderr,
     "bad-json": BadJson,
     "starts-once": StartsOnce,
+    "bad-hello": BadHello,
+    "names-a-pid": NamesAPid,
+    "names-the-kits-parent": NamesTheKitsParent,
+    "locates-odd": LocatesOdd,
+    "closes-stdout": ClosesStdout,
+    "stderr-flood": StderrFlood,
 }
 
 

@@ -1,0 +1,135 @@
+"""The P1 attack cases: the crash matrix (p1.md FPT-5) and the scenarios that go beyond the baseline.
+
+The full campaigns are opt-in (``--kind p1-campaign``, ``nox -s attack``) because they run hundreds of
+worker processes. Here a matrix is cut to a few runs (a small golden directory with one narrow
+two-crash matrix), run against the reference (which must pass and say how many points it visited) and
+against a broken worker that only a crash during recovery exposes. Each other broken worker of
+``ATTACK_BUGS`` runs only the one golden scenario that catches it, which must fail naming the clause.
+The reference's passes of the golden scenarios themselves are `nox -s conformance`'s to show.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from resumekit.conformance._resources import golden_dir
+from tests.broken.workers import ATTACK_BUGS
+from tests.support import python_command, run_resumekit
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+GUARD = 300  # seconds: far above an honest run, only there to turn a hang into a failure
+
+# One two-crash matrix: the first crash just before the submission, then a crash at every point of the
+# recovery path (about ten runs), which is where a recovery of a recovery can go wrong.
+SMALL_MATRIX = "p1-matrix-capture-recovery-small"
+
+
+def _golden(folder: Path) -> Path:
+    source = yaml.safe_load((golden_dir() / "p1" / "crash-matrix.yaml").read_text(encoding="utf-8"))
+    (matrix,) = [m for m in source["matrices"] if m["id"] == "p1-matrix-capture-recovery"]
+    source["matrices"] = [dict(matrix, id=SMALL_MATRIX, first=["before_result_submit"])]
+    root = folder / "golden"
+    (root / "p1").mkdir(parents=True)
+    (root / "p1" / "crash-matrix.yaml").write_text(yaml.safe_dump(source, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def _run(adapter: str, report: Path, args: tuple[str, ...]) -> tuple[int, dict[str, Any], str]:
+    return run_resumekit(report, "--adapter", adapter, *args, guard=GUARD)
+
+
+# bug -> (the run's selection, the gate it must fail, clauses of which the failing case cites one)
+CAUGHT: dict[str, tuple[tuple[str, ...], str, frozenset[str]]] = {}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[int, dict[str, Any], str]]]:
+    folder = tmp_path_factory.mktemp("attack")
+    golden = _golden(folder)
+    CAUGHT["new-key-on-second-recovery"] = (
+        ("--golden", str(golden), "--kind", "p1-campaign", "--only", SMALL_MATRIX),
+        "WORKER_RESTART_RESUME",
+        frozenset({"KEY-1", "KEY-2", "SUB-1"}),
+    )
+    jobs = {
+        "reference": ("reference", ("--golden", str(golden), "--kind", "p1-campaign", "--only", SMALL_MATRIX)),
+        **{
+            bug: (python_command("-m", "tests.broken.workers", bug), selection)
+            for bug, (selection, _, _) in CAUGHT.items()
+        },
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(_run, adapter, folder / f"{name}.json", args) for name, (adapter, args) in jobs.items()
+        }
+        yield {name: future.result() for name, future in futures.items()}
+
+
+def test_the_reference_passes_a_crash_matrix_and_reports_the_points_it_visited(
+    runs: dict[str, tuple[int, dict[str, Any], str]],
+) -> None:
+    code, document, output = runs["reference"]
+    assert code == 3, output  # a passed subset run: --kind narrows it
+    (result,) = document["results"]
+    assert result["outcome"] == "passed", result
+    assert result["kind"] == "p1-campaign"
+    assert "crash points visited for the source_capture task" in result["message"], result["message"]
+    visited = int(result["message"].split(" ")[0])
+    assert visited >= 5, result["message"]  # the recovery path: cleanup, submission, rows, caches, release
+    assert f"{SMALL_MATRIX}: {result['message']}" in output
+
+
+def test_a_new_key_after_a_crash_during_recovery_is_caught_by_the_matrix(
+    runs: dict[str, tuple[int, dict[str, Any], str]],
+) -> None:
+    (result,) = runs["new-key-on-second-recovery"][1]["results"]
+    # The message names the run and the crash points that led to the failure.
+    assert "crash matrix, run" in result["message"] and "before_result_submit then" in result["message"], result
+
+
+def test_every_attack_bug_is_caught() -> None:
+    assert set(ATTACK_BUGS) == {"new-key-on-second-recovery", *STATIC}
+
+
+@pytest.mark.parametrize("bug", sorted(ATTACK_BUGS))
+def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
+    bug: str, runs: dict[str, tuple[int, dict[str, Any], str]]
+) -> None:
+    _, gate, clauses = CAUGHT[bug]
+    code, document, output = runs[bug]
+    assert code == 1, output  # not certified
+    (result,) = document["results"]
+    assert result["outcome"] == "failed", result
+    cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
+    assert cited & clauses, (bug, cited, result["message"])
+    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    assert verdicts[gate] == "failed", verdicts
+
+
+# The broken workers that one golden scenario catches: bug -> (the scenario, its gate, the clauses).
+STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
+    # Deleting through the link empties <root>-evil, the sibling decoy: the decoy check cites CLEAN-2.
+    "checks-boundary-by-prefix": (
+        "p1-cleanup-never-enters-a-sibling-sharing-the-root-prefix",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-2", "CLEAN-3"}),
+    ),
+    # The final row is result_submitted, not reconciliation_required with reason result_conflict: the
+    # scenario's expectation (FPT-4, PHASE-4) counts against the gate it names.
+    "accepts-same-body-in-any-state": (
+        "p1-409-same-body-running-is-a-hard-failure",
+        "RESULT_SUBMISSION_REPLAY_SAFE",
+        frozenset({"FPT-4", "PHASE-4"}),
+    ),
+}
+CAUGHT.update(
+    {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
+)

@@ -218,6 +218,13 @@ class AcceptsSameBodyInAnyState(_Tracked):
         return super()._exact_match(attempt, body)
 
 
+class NoRecoveryCap(_Tracked):
+    """Resumes an attempt however often it was resumed without progress (RESUME-6, strict)."""
+
+    def _resume(self, attempt: reference.Attempt, *, count_recovery: bool) -> None:
+        super()._resume(attempt, count_recovery=False)
+
+
 class _NormalJournal(journal.Journal):
     def _connect(self) -> sqlite3.Connection:
         db = super()._connect()
@@ -311,6 +318,7 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
         ChecksBoundaryByPrefix,
         "cleanup deletes through a link to <root>-evil, a sibling that passes a string-prefix check (CLEAN-3)",
     ),
+    "no-recovery-cap": (NoRecoveryCap, "resumes an attempt without end when no resumption progresses (RESUME-6)"),
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,
         "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import os
 import random
+import shlex
 import stat
 import threading
 import time
@@ -278,8 +279,8 @@ class _Worker:
             if wanted == "blocked" and state == "idle" and self.world.until_unreached:
                 if _empty_claim_since(self.control.log(), self.world.changed_at):
                     raise _Unreached
-                time.sleep(0.01)
-                continue
+                time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
+                state = "running"
             if state == wanted and fresh:
                 if wanted == "blocked":
                     self._confirm_block(answer)
@@ -888,7 +889,7 @@ def run_soak(case: SoakCase, factory: Factory, profile: str, seed: int, adapter_
     )
     if result.ok:
         return dataclasses.replace(result, message=summary)
-    replay = f"resumekit run --adapter {adapter_spec} --kind p1-campaign --only {case.id} --seed {seed}"
+    replay = f"resumekit run --adapter {shlex.quote(adapter_spec)} --kind p1-campaign --only {case.id} --seed {seed}"
     return dataclasses.replace(result, message=f"soak failed ({summary}): {result.message}", replay=replay)
 
 

@@ -123,7 +123,7 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
 STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
     # Deleting through the link empties <root>-evil, the sibling decoy: the decoy check cites CLEAN-2.
     "checks-boundary-by-prefix": (
-        "p1-cleanup-never-enters-a-sibling-sharing-the-root-prefix",
+        "p1-cleanup-never-enters-a-sibling-named-like-the-root",
         "WORKSPACE_CLEANUP_RECOVERY",
         frozenset({"CLEAN-2", "CLEAN-3"}),
     ),

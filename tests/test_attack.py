@@ -10,7 +10,9 @@ The reference's passes of the golden scenarios themselves are `nox -s conformanc
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +22,9 @@ import pytest
 import yaml
 
 from resumekit.conformance._resources import golden_dir
+from resumekit.conformance.fixtures import SoakCase, load_suite
+from resumekit.conformance.p1 import checks, harness
+from resumekit.reference.p1.control import Control
 from tests.broken.workers import ATTACK_BUGS
 from tests.support import python_command, run_resumekit
 
@@ -144,3 +149,34 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )
+
+
+def test_the_failpoint_any_counts_every_site_of_any_name() -> None:
+    control = Control(("*", 3))
+    control.failpoint("before_claimed_row")
+    control.failpoint("after_claimed_row")
+    assert control.state() is None  # two sites reached, the third is armed
+    blocked = threading.Thread(target=control.failpoint, args=("before_claimed_cache",), daemon=True)
+    blocked.start()
+    assert control.wait(5.0) == {"state": "blocked", "failpoint": "before_claimed_cache"}
+    control.release(None)
+    blocked.join(5.0)
+    assert not blocked.is_alive()
+
+
+def test_a_soak_schedule_is_a_function_of_its_seed_and_a_prefix_of_a_longer_one() -> None:
+    (case,) = [c for c in load_suite().cases if isinstance(c, SoakCase)]
+    assert len(case.issue) >= 20
+    first, again, other = harness.soak_steps(case, 7), harness.soak_steps(case, 7), harness.soak_steps(case, 8)
+    assert first == again and first != other
+    shorter = harness.soak_steps(dataclasses.replace(case, rounds=10), 7)
+    assert shorter[:-2] == first[: len(shorter) - 2]  # the first ten rounds, then the undisturbed run
+    kills = sum(1 for step in first if "crash_or_idle" in step)
+    faults = sum(1 for step in first if "fault" in step)
+    assert kills == case.rounds and kills + faults >= 100  # planned; the report counts those that fired
+
+
+def test_every_failpoint_of_the_catalog_is_known_to_the_any_check() -> None:
+    catalog = yaml.safe_load((golden_dir() / "p1" / "failpoints.yaml").read_text(encoding="utf-8"))
+    assert all(checks.known_failpoint(point["name"]) for point in catalog["worker"])
+    assert not checks.known_failpoint("after_lunch_row")

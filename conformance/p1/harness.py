@@ -42,6 +42,7 @@ KILL_MODEL = (
 )
 NO_CRASH_MODEL = "none: scripted control-plane faults only"
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
+SHRINK_STEPS = 6  # reruns a failing soak may spend on bisecting its rounds
 SETTLE_ROUNDS = 10  # lease expiries a soak's final convergence may need, one per claim lost on the way
 SCENARIO_BUDGET = 120.0  # seconds of real time a scenario may take before the kit calls it hung
 WAIT_SLICE_MS = 1000
@@ -890,7 +891,32 @@ def run_soak(case: SoakCase, factory: Factory, profile: str, seed: int, adapter_
     if result.ok:
         return dataclasses.replace(result, message=summary)
     replay = f"resumekit run --adapter {shlex.quote(adapter_spec)} --kind p1-campaign --only {case.id} --seed {seed}"
-    return dataclasses.replace(result, message=f"soak failed ({summary}): {result.message}", replay=replay)
+    rounds = _shrink(case, factory, profile, seed, started + case.budget)
+    shrunk = (
+        f"; the first {rounds} of its {case.rounds} rounds already fail (set rounds: {rounds} in a copy of the "
+        "soak's file and run that with --golden)"
+        if rounds < case.rounds
+        else ""
+    )
+    message = f"soak failed ({summary}): {result.message}{shrunk}"
+    return dataclasses.replace(result, message=message, replay=replay)
+
+
+def _shrink(case: SoakCase, factory: Factory, profile: str, seed: int, deadline: float) -> int:
+    """Bisect the rounds of a failing soak: the fewest leading rounds found to fail still, within
+    SHRINK_STEPS reruns and the soak's budget. A schedule's first k rounds are the k-round schedule of
+    the same seed, so a prefix is a soak of its own; timing may still make a rerun pass."""
+    low, high = 0, case.rounds
+    for _ in range(SHRINK_STEPS):
+        if high - low <= 1 or time.monotonic() > deadline:
+            break
+        middle = (low + high) // 2
+        shorter = dataclasses.replace(case, rounds=middle)
+        if _run(shorter, factory, profile, soak_steps(shorter, seed), None).ok:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
 def _crash(failpoint: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -139,6 +139,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "RESULT_SUBMISSION_REPLAY_SAFE",
         frozenset({"FPT-4", "PHASE-4"}),
     ),
+    # Polling again, the attempt converges where it must end in receipt_not_visible.
+    "polls-until-visible": (
+        "p1-commit-delayed-visibility-reconciles",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"FPT-4", "PHASE-4"}),
+    ),
     # Without the cap the sixth resumption completes the task instead of ending it in recovery_cap.
     "no-recovery-cap": (
         "p1-strict-recovery-cap-after-five-restarts-without-progress",

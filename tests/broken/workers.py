@@ -225,6 +225,20 @@ class NoRecoveryCap(_Tracked):
         super()._resume(attempt, count_recovery=False)
 
 
+class PollsUntilVisible(_Tracked):
+    """Polls a not_visible receipt again within the attempt instead of ending it (COMMIT-4)."""
+
+    def _converge(self, attempt: reference.Attempt) -> None:
+        for _ in range(10):
+            try:
+                super()._converge(attempt)
+                return
+            except reference.Reconcile as reason:
+                if str(reason) != "receipt_not_visible":
+                    raise
+        super()._converge(attempt)
+
+
 class _NormalJournal(journal.Journal):
     def _connect(self) -> sqlite3.Connection:
         db = super()._connect()
@@ -318,6 +332,7 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
         ChecksBoundaryByPrefix,
         "cleanup deletes through a link to <root>-evil, a sibling that passes a string-prefix check (CLEAN-3)",
     ),
+    "polls-until-visible": (PollsUntilVisible, "polls a not_visible receipt again instead of reconciling (COMMIT-4)"),
     "no-recovery-cap": (NoRecoveryCap, "resumes an attempt without end when no resumption progresses (RESUME-6)"),
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,

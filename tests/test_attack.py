@@ -132,6 +132,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKSPACE_CLEANUP_RECOVERY",
         frozenset({"CLEAN-2", "CLEAN-3"}),
     ),
+    # The walk through the swapped-in link empties the decoy: the decoy check cites CLEAN-2.
+    "trusts-the-checked-type": (
+        "p1-cleanup-directory-swapped-for-a-link-is-not-followed",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-2", "CLEAN-4"}),
+    ),
     # The final row is result_submitted, not reconciliation_required with reason result_conflict: the
     # scenario's expectation (FPT-4, PHASE-4) counts against the gate it names.
     "accepts-same-body-in-any-state": (

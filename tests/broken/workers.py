@@ -200,6 +200,35 @@ def _remove_by_prefix(root: Path, **kwargs: Any) -> Iterable[str]:
         yield entry.name
 
 
+def _remove_as_checked(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that trusts the type it saw before the cleanup failpoint: an entry that was a
+    directory then is emptied by a walk that follows links, even if it is a link now (CLEAN-4)."""
+    before_remove: Callable[[str], None] = kwargs.get("before_remove", lambda name: None)
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.name.startswith("task-"):
+            continue
+        was_directory = entry.is_dir(follow_symlinks=False)
+        before_remove(entry.name)
+        if was_directory:
+            for current, _, files in os.walk(entry.path, topdown=False, followlinks=True):
+                for name in files:
+                    os.unlink(os.path.join(current, name))
+        if os.path.islink(entry.path) or not os.path.isdir(entry.path):
+            os.unlink(entry.path)
+        else:
+            shutil.rmtree(entry.path)
+        yield entry.name
+
+
+class TrustsTheCheckedType(_Tracked):
+    """Cleanup empties a checked directory that was swapped for a link meanwhile, through the link
+    (CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_as_checked):
+            super()._startup()
+
+
 class ChecksBoundaryByPrefix(_Tracked):
     """Cleanup takes a path that starts with the root's string for one inside it, and deletes through a
     link to such a sibling (CLEAN-3, CLEAN-4)."""
@@ -334,6 +363,10 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     ),
     "polls-until-visible": (PollsUntilVisible, "polls a not_visible receipt again instead of reconciling (COMMIT-4)"),
     "no-recovery-cap": (NoRecoveryCap, "resumes an attempt without end when no resumption progresses (RESUME-6)"),
+    "trusts-the-checked-type": (
+        TrustsTheCheckedType,
+        "cleanup empties a directory swapped for a link after its check, through the link (CLEAN-4)",
+    ),
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,
         "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",

@@ -47,6 +47,15 @@ def powerloss(session: nox.Session) -> None:
 
 
 @nox.session
+def attack(session: nox.Session) -> None:
+    """Run the P1 campaigns: every crash matrix and the seeded soak against the reference (not run by default)."""
+    session.install(".")
+    # --kind narrows the run, so a pass is a subset run's exit 3, not a certification's 0.
+    args = ("resumekit", "run", "--adapter", "reference", "--kind", "p1-campaign", "--jobs", "2", *session.posargs)
+    session.run(*args, success_codes=[0, 3])
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check the code with ruff, and the CI workflow with its schema and zizmor, all offline."""
     session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor")

@@ -43,7 +43,15 @@ RESULT_SCHEMAS = {
     "phase0.ledger.locate": "results/ledger-locate.json",
 }
 
-CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file", "p1.worker", "p1.journal")
+CAPABILITIES = (
+    "phase0.projection",
+    "phase0.store",
+    "phase0.crash",
+    "phase0.ledger-file",
+    "p1.worker",
+    "p1.journal",
+    "p1.failpoint-any",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from resumekit.conformance.adapters import (
     open_adapter,
     process_factory,
 )
-from resumekit.conformance.fixtures import Case, FixtureError, Suite, fixture_files, load_file, load_suite
+from resumekit.conformance.fixtures import KIND_ORDER, Case, FixtureError, Suite, fixture_files, load_file, load_suite
 from resumekit.conformance.phase0 import crash
 from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Outcome, Run, Selection, Shard, Source
 from resumekit.conformance.runner import run as run_cases
@@ -150,8 +150,8 @@ def _run_parser(commands: Any) -> None:
     run.add_argument(
         "--kind",
         action="append",
-        choices=["decision", "crash", "ledger-fault", "schedule", "p1"],
-        help="run only these kinds (repeatable; makes a subset run)",
+        choices=["decision", "crash", "ledger-fault", "schedule", "p1", "p1-campaign"],
+        help="run only these kinds (repeatable; makes a subset run); p1-campaign runs only when named here",
     )
     run.add_argument(
         "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="wait for each response"
@@ -420,7 +420,8 @@ def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
                 f"{note}\n"
             )
         return EXIT_CERTIFIED
-    selected = suite.select(arguments.profile, arguments.only)
+    # Listing shows the opt-in kinds too, so that a campaign can be found by its id.
+    selected = suite.select(arguments.profile, arguments.only, KIND_ORDER)
     for case in selected:
         stdout.write(report.format_case_line(case) + "\n")
     stdout.write(f"{len(selected)} case(s)\n")
@@ -693,6 +694,9 @@ def _runners(
     from resumekit.conformance.p1 import harness
 
     runners["p1"] = harness.runner(factory, profile=profile, power=power)
+    runners["p1-campaign"] = harness.campaign_runner(
+        factory, profile=profile, seed=arguments.seed, adapter_spec=arguments.adapter
+    )
     return runners
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import fnmatch
 import gc
@@ -29,10 +30,15 @@ FILE_SCHEMAS = {
     "phase0/crash-schedule": schemas.CRASH_SCHEDULE_FILE,
     "p1/scenarios": schemas.P1_SCENARIOS_FILE,
     "p1/failpoints": schemas.P1_FAILPOINTS_FILE,
+    "p1/crash-matrix": schemas.P1_CRASH_MATRIX_FILE,
+    "p1/soak": schemas.P1_SOAK_FILE,
 }
 
 Event = dict[str, Any]
-KIND_ORDER = ("decision", "crash", "ledger-fault", "schedule", "p1")
+KIND_ORDER = ("decision", "crash", "ledger-fault", "schedule", "p1", "p1-campaign")
+# Kinds that run only when asked for by name (--kind): campaigns of hundreds of worker runs, too long
+# for every certification run; a run without them is a certification of everything else.
+OPT_IN_KINDS = ("p1-campaign",)
 
 
 class FixtureError(Exception):
@@ -172,6 +178,36 @@ class ScenarioCase(Case):
     kind = "p1"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatrixCase(ScenarioCase):
+    """An exhaustive crash matrix (p1.md FPT-5): one task, killed at every failpoint site it reaches in turn.
+
+    Each visited point is a run of its own in a fresh world; the case passes when every run converged.
+    """
+
+    task: str
+    crashes: int
+    first: tuple[str, ...] = ()
+    kit_points: tuple[str, ...] = ()
+    limit: int = 200
+
+    kind = "p1-campaign"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SoakCase(ScenarioCase):
+    """A seeded random soak: many tasks at once, the worker killed at random points and the control plane
+    answering with random faults, then every task must converge (FPT-4)."""
+
+    seed: int
+    rounds: int
+    faults_per_round: int
+    max_hit: int
+    budget: float
+
+    kind = "p1-campaign"
+
+
 @dataclass(frozen=True, slots=True)
 class Suite:
     """Every case of the golden directory, in file order."""
@@ -189,7 +225,7 @@ class Suite:
             case
             for case in self.cases
             if case.runs_in(profile)
-            and (wanted is None or case.kind in wanted)
+            and (case.kind in wanted if wanted is not None else case.kind not in OPT_IN_KINDS)
             and (not only or any(fnmatch.fnmatchcase(case.id, pattern) for pattern in only))
         ]
         # Quick decisions first, the slow crash kinds last, each kind in file order.
@@ -961,6 +997,85 @@ def _p1_failpoints(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 )
 
 
+def _p1_crash_matrix(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    """One campaign case per matrix; its runs are found by the loop, not listed (FPT-5)."""
+    _check_p1_templates(file, data)
+    for index, raw in enumerate(data["matrices"]):
+        at = f"/matrices/{index}"
+        _check_task_names(file, data, raw["id"], [(f"{at}/task", raw["task"])])
+        if raw.get("first") and raw["crashes"] != 2:
+            message = "'first' names the first crash of a two-crash matrix; set crashes: 2"
+            raise file.error(message, f"{at}/first", raw["id"])
+        name = raw["task"]
+        outcome: dict[str, Any] = {"final": "result_submitted", "state": "VERIFYING", "stored": True}
+        if data["tasks"][name]["kind"] == "commit":
+            outcome["pushes"] = 1
+        yield MatrixCase(
+            id=raw["id"],
+            description=raw["description"],
+            clauses=scenario_clauses(raw["clauses"], raw["gates"]),
+            profile=raw["profile"],
+            source=file.source(at),
+            gates=tuple(raw["gates"]),
+            repositories=data["repositories"],
+            tasks=data["tasks"],
+            issue=(name,),
+            faults=(),
+            steps=(),
+            expect={name: outcome},
+            task=name,
+            crashes=raw["crashes"],
+            first=tuple(raw.get("first", ())),
+            kit_points=tuple(raw.get("kit_points", ())),
+            limit=raw.get("limit", 200),
+        )
+
+
+def _p1_soak(file: _File, data: dict[str, Any]) -> Iterator[Case]:
+    """One campaign case per soak; its K tasks are copies of the two templates, each commit task on a
+    branch of its own so that their governed commits never meet."""
+    _check_p1_templates(file, data)
+    for index, raw in enumerate(data["soaks"]):
+        at = f"/soaks/{index}"
+        _check_task_names(file, data, raw["id"], [(f"{at}/templates/{i}", n) for i, n in enumerate(raw["templates"])])
+        repositories = copy.deepcopy(data["repositories"])
+        tasks: dict[str, dict[str, Any]] = {}
+        expect: dict[str, dict[str, Any]] = {}
+        for number in range(1, raw["tasks"] + 1):
+            template_name = raw["templates"][(number - 1) % len(raw["templates"])]
+            template = data["tasks"][template_name]
+            name = f"{template_name}-{number:02d}"
+            suffix = f"-{number:02d}"
+            task = dict(template, task_id=template["task_id"] + suffix, job_id=template["job_id"] + suffix)
+            outcome: dict[str, Any] = {"final": "result_submitted", "stored": True}
+            if template["kind"] == "commit":
+                branch = f"soak-{number:02d}"
+                repository = repositories[template["repository"]]
+                repository["branches"] = [*repository.get("branches", ()), branch]
+                task["target_branch"] = branch
+                outcome["pushes"] = 1
+            tasks[name], expect[name] = task, outcome
+        yield SoakCase(
+            id=raw["id"],
+            description=raw["description"],
+            clauses=scenario_clauses(raw["clauses"], raw["gates"]),
+            profile=raw["profile"],
+            source=file.source(at),
+            gates=tuple(raw["gates"]),
+            repositories=repositories,
+            tasks=tasks,
+            issue=tuple(tasks),
+            faults=(),
+            steps=(),
+            expect=expect,
+            seed=raw["seed"],
+            rounds=raw["rounds"],
+            faults_per_round=raw["faults_per_round"],
+            max_hit=raw["max_hit"],
+            budget=float(raw.get("budget_s", 600)),
+        )
+
+
 _READERS = {
     "phase0/decisions": _decisions,
     "phase0/failpoints": _failpoints,
@@ -968,6 +1083,8 @@ _READERS = {
     "phase0/crash-schedule": _crash_schedule,
     "p1/scenarios": _p1_scenarios,
     "p1/failpoints": _p1_failpoints,
+    "p1/crash-matrix": _p1_crash_matrix,
+    "p1/soak": _p1_soak,
 }
 
 

@@ -324,6 +324,10 @@ def format_summary(run: Run) -> str:
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
     if run.gates:
         lines += ["", *format_gates(run)]
+    # A passed campaign's message is its coverage (the crash points it visited), worth a line each.
+    campaigns = [r for r in run.results if r.kind == "p1-campaign" and r.ok and r.message]
+    if campaigns:
+        lines += ["", "campaigns:", *(f"  {r.case_id}: {r.message}" for r in campaigns)]
     if verdict.known_failures:
         lines.append(f"expected failures (listed in the expectations file): {', '.join(verdict.known_failures)}")
     if verdict.unexpected_passes:

@@ -27,6 +27,7 @@ REQUIRED_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "ledger-fault": ("phase0.store", "phase0.ledger-file"),
     "schedule": ("phase0.store", "phase0.crash"),
     "p1": ("p1.worker",),
+    "p1-campaign": ("p1.worker", "p1.failpoint-any"),
 }
 
 

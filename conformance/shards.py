@@ -147,7 +147,7 @@ def merge(named: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     # The verdict and the gate table come from the one result model every report uses, so a merged
     # subset can never read as a certification.
     run = report.from_json(merged)
-    gates_of = {result.case_id: result.gates for result in run.results if result.kind == "p1"}
+    gates_of = {result.case_id: result.gates for result in run.results if result.kind in ("p1", "p1-campaign")}
     table = tuple(row.to_dict() for row in gate_table(gates_of, run.results, profile=run.profile)) if gates_of else ()
     document = report.to_json(dataclasses.replace(run, gates=table))
     document["mergedFrom"] = merged["mergedFrom"]

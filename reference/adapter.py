@@ -37,7 +37,15 @@ __all__ = ["CAPABILITIES", "IMPLEMENTATION_NAME", "PROFILES", "PROTOCOL_VERSION"
 
 PROTOCOL_VERSION = 1
 IMPLEMENTATION_NAME = "resumekit-reference"
-CAPABILITIES = ("phase0.projection", "phase0.store", "phase0.crash", "phase0.ledger-file", "p1.worker", "p1.journal")
+CAPABILITIES = (
+    "phase0.projection",
+    "phase0.store",
+    "phase0.crash",
+    "phase0.ledger-file",
+    "p1.worker",
+    "p1.journal",
+    "p1.failpoint-any",
+)
 _STOP_JOIN_S = 60.0
 PROFILES = ("core", "strict")
 

@@ -659,6 +659,7 @@ def _prepare(child: Child, workspace: Path, marker: Path) -> None:
         "phase0.ledger-file",
         "p1.worker",
         "p1.journal",
+        "p1.failpoint-any",
     }
     assert child.request("phase0.store.open", workspace=str(workspace), sessionId=SESSION, runId=RUN) == {}
     armed = child.request("phase0.crash.arm", marker=str(marker))

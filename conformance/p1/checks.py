@@ -32,6 +32,15 @@ JOURNAL_MODES_OK = ("delete", "truncate", "persist", "wal")
 
 # The phase a failpoint's site names, and what must be durable there (FPT-1), as (phase, where).
 _SITES = ("before_{}_row", "after_{}_row", "before_{}_cache", "after_{}_cache")
+# The worker failpoints that surround no row (FPT-1).
+OTHER_FAILPOINTS = (
+    "cleanup_before_remove",
+    "before_push",
+    "before_receipt",
+    "before_result_submit",
+    "before_report",
+    "before_release",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,11 @@ class Evidence:
     idle: bool
     settings: Sequence[Mapping[str, Any]] | None  # None: the adapter does not claim p1.journal
     decoy_changed: bool
+
+
+def known_failpoint(name: str) -> bool:
+    """Whether *name* is a worker failpoint of the catalog (FPT-1)."""
+    return failpoint_site(name) is not None or name in OTHER_FAILPOINTS
 
 
 def failpoint_site(name: str) -> tuple[str, str] | None:

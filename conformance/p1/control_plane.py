@@ -265,6 +265,11 @@ class ControlPlane:
         with self._lock:
             return [core.lease_view(lease) for lease in core.branch_leases(self._state, repository, target_branch)]
 
+    def pending_faults(self) -> int:
+        """How many scripted faults wait for a request that has not come."""
+        with self._lock:
+            return len(self._state.faults)
+
     def now_ms(self) -> int:
         with self._lock:
             return self._state.now_ms

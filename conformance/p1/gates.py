@@ -35,7 +35,7 @@ GATES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
         "",
     ),
     "CRASH_RECOVERY_CONVERGENCE": (
-        ("FPT-3", "FPT-4", "RESUME-1", "RESUME-2", "COMMIT-4", "PHASE-4", "SUB-7", "LEASE-5", "OUT-2"),
+        ("FPT-3", "FPT-4", "FPT-5", "RESUME-1", "RESUME-2", "COMMIT-4", "PHASE-4", "SUB-7", "LEASE-5", "OUT-2"),
         (),
         "failpoint site names",
     ),

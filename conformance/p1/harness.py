@@ -16,7 +16,11 @@ be a complete version, old or new, never torn or empty (CACHE-3).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import random
+import shlex
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,7 +31,7 @@ from typing import Any
 from resumekit.conformance import _files
 from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
-from resumekit.conformance.fixtures import ScenarioCase
+from resumekit.conformance.fixtures import MatrixCase, ScenarioCase, SoakCase
 from resumekit.conformance.p1 import checks, evidence
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.control_plane import ControlPlane
@@ -45,6 +49,9 @@ KILL_MODEL = (
     "process crash (TerminateProcess); not power loss" if os.name == "nt" else "process crash (SIGKILL); not power loss"
 )
 NO_CRASH_MODEL = "none: scripted control-plane faults only"
+ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
+SHRINK_STEPS = 6  # reruns a failing soak may spend on bisecting its rounds
+SETTLE_ROUNDS = 10  # lease expiries a soak's final convergence may need, one per claim lost on the way
 SCENARIO_BUDGET = 120.0  # seconds of real time a scenario may take before the kit calls it hung
 WAIT_SLICE_MS = 1000
 DECOY_FILES = {"keep.txt": "precious\n", "deep/also.txt": "precious too\n"}
@@ -92,6 +99,14 @@ class _World:
             return evidence.read_journal(target)
         finally:
             _files.remove(target)
+    kills: int = 0  # soak rounds that killed the worker
+    swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
+    blocked_at: list[str] = field(default_factory=list)  # every failpoint a worker blocked at, in order
+    until_unreached: bool = False  # a campaign run: a worker idle before its armed point ends the loop
+
+
+class _Unreached(Exception):
+    """The worker went idle without reaching its armed failpoint: a crash loop has visited every point."""
 
 
 class _Observer:
@@ -122,7 +137,7 @@ class _Observer:
             self.world.first_seen.add(worker)
         before = [name for name in self.world.start_listing.get(worker, []) if name.startswith("task-")]
         now = set(evidence.listing(self.world.workspace_root))
-        left = sorted(name for name in before if name in now)
+        left = sorted(name for name in before if name in now and name not in self.world.swapped)
         if left:
             return self._problem(
                 "CLEAN-1",
@@ -297,6 +312,11 @@ class _Worker:
             # "idle" counts only once the worker has seen the world as the kit last left it: a claim
             # answered without a task after the kit's last change (OUT-2).
             fresh = wanted != "idle" or _empty_claim_since(self.control.log(), self.world.changed_at)
+            if wanted == "blocked" and state == "idle" and self.world.until_unreached:
+                if _empty_claim_since(self.control.log(), self.world.changed_at):
+                    raise _Unreached
+                time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
+                state = "running"
             if state == wanted and fresh:
                 if wanted == "blocked":
                     self._confirm_block(answer)
@@ -322,10 +342,46 @@ class _Worker:
                     )
                 )
 
+    def wait_any(self, deadline: float) -> str:
+        """Wait until the worker is blocked at its failpoint or idle (a soak round): which of the two."""
+        while True:
+            answer = self.ask("p1.worker.wait", timeoutMs=WAIT_SLICE_MS)
+            state = answer.get("state")
+            if state == "blocked":
+                self._confirm_block(answer)
+                return "blocked"
+            if state == "idle" and _empty_claim_since(self.control.log(), self.world.changed_at):
+                return "idle"
+            if state not in ("idle", "running"):
+                raise _Abort(
+                    self.fail(
+                        f"waited for the worker to be blocked or idle, it is {state}",
+                        Mismatch("/wait/state", "blocked or idle", answer, "ADP-2"),
+                    )
+                )
+            if state == "idle":
+                time.sleep(0.01)
+            if time.monotonic() > deadline:
+                raise _Abort(
+                    self.fail(
+                        "the worker was neither blocked nor idle in time",
+                        Mismatch("/wait/state", "blocked or idle", state, "OUT-2"),
+                        outcome=Outcome.ERRORED,
+                    )
+                )
+
     def _confirm_block(self, answer: Mapping[str, Any]) -> None:
         """FPT-2: the name is attested; the durable state the catalog names at the site is observed."""
         name = answer.get("failpoint")
-        if name != self.armed:
+        if self.armed == ANY_FAILPOINT and isinstance(name, str):
+            if not checks.known_failpoint(name):
+                raise _Abort(
+                    self.fail(
+                        f"blocked at {name!r}, a site the failpoint catalog does not name",
+                        Mismatch("/wait/failpoint", "a failpoint of golden/p1/failpoints.yaml", name, "FPT-1"),
+                    )
+                )
+        elif name != self.armed:
             raise _Abort(
                 self.fail("blocked at another failpoint", Mismatch("/wait/failpoint", self.armed, name, "FPT-2"))
             )
@@ -338,6 +394,7 @@ class _Worker:
             raise _Abort(
                 self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, "FPT-2"))
             )
+        self.world.blocked_at.append(str(name))
 
     def kill(self) -> None:
         if self.pid is None or self.adapter is None or self.adapter.process is None:
@@ -474,9 +531,12 @@ def _world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[_Worl
                         fault_model=POWER_LOSS_MODEL,
                     )
                 ) from None
-        for name, text in DECOY_FILES.items():
-            (decoy / name).parent.mkdir(parents=True, exist_ok=True)
-            (decoy / name).write_text(text, encoding="utf-8")
+        # Two decoys outside the root: one elsewhere, and a sibling whose name has the root's as a prefix,
+        # which a boundary check by string prefix takes for the inside (CLEAN-3).
+        for tree in (decoy, _sibling(workspace_root)):
+            for name, text in DECOY_FILES.items():
+                (tree / name).parent.mkdir(parents=True, exist_ok=True)
+                (tree / name).write_text(text, encoding="utf-8")
         origins = {}
         for index, (repository, spec) in enumerate(sorted(case.repositories.items())):
             origins[repository] = create_origin(
@@ -535,10 +595,59 @@ def _plant(world: _World, spec: Mapping[str, Any]) -> None:
     if spec.get("link_to_decoy"):
         os.symlink(world.decoy, target, target_is_directory=True)
         return
+    if spec.get("link_to_sibling"):
+        os.symlink(_sibling(world.workspace_root), target, target_is_directory=True)
+        return
     (target / "src").mkdir(parents=True, exist_ok=True)
     (target / "src" / "left-over.txt").write_text("from a worker that died\n", encoding="utf-8")
     if spec.get("link_inside_to_decoy"):
         os.symlink(world.decoy, target / "escape", target_is_directory=True)
+    if spec.get("nested_links"):
+        _nested_links(world, target)
+    if spec.get("read_only"):
+        _read_only(target)
+
+
+def _sibling(workspace_root: Path) -> Path:
+    return workspace_root.with_name(workspace_root.name + "-evil")
+
+
+def _decoy_digest(world: _World) -> str:
+    """The checksum of both decoy trees outside the root."""
+    return evidence.tree_digest(world.decoy) + evidence.tree_digest(_sibling(world.workspace_root))
+
+
+def _read_only(target: Path) -> None:
+    # The files and the directory holding them lose their write bits (a root user deletes them anyway).
+    for path in (target / "src" / "left-over.txt", target / "src"):
+        os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _nested_links(world: _World, target: Path) -> None:
+    deep = target / "a" / "b"
+    deep.mkdir(parents=True, exist_ok=True)
+    os.symlink(world.decoy, deep / "escape", target_is_directory=True)  # a link to a tree outside
+    os.symlink(world.decoy / "keep.txt", deep / "file-escape")  # a link to a file outside
+    os.symlink(target, deep / "loop", target_is_directory=True)  # a link back up: a walk that follows never ends
+    os.symlink(deep / "escape", target / "a" / "hop", target_is_directory=True)  # a link to a link
+
+
+def _link_workspaces(world: _World) -> None:
+    """Put a link to the decoy inside every workspace a killed worker left (CLEAN-4, CLEAN-5)."""
+    for name in evidence.listing(world.workspace_root):
+        path = world.workspace_root / name
+        if name.startswith("task-") and path.is_dir() and not path.is_symlink():
+            os.symlink(world.decoy, path / "escape", target_is_directory=True)
+
+
+def _swap_for_link(world: _World, name: str) -> None:
+    """While the worker waits at cleanup_before_remove, swap the checked directory for a link (CLEAN-4)."""
+    target = world.workspace_root / name
+    moved = world.root / "moved-out"
+    moved.mkdir(exist_ok=True)
+    os.replace(target, moved / name)
+    os.symlink(world.decoy, target, target_is_directory=True)
+    world.swapped.add(name)
 
 
 def _tamper(world: _World) -> None:
@@ -550,15 +659,35 @@ def _tamper(world: _World) -> None:
 
 def run_scenario(case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None) -> CaseResult:
     """Build the scenario's world, run its steps against fresh worker processes, and judge."""
+    return _run(case, factory, profile, case.steps, None, power=power)
+
+
+def _run(
+    case: ScenarioCase,
+    factory: Factory,
+    profile: str,
+    steps: Sequence[Mapping[str, Any]],
+    blocked_at: list[str] | None,
+    stats: dict[str, int] | None = None,
+    power: PowerLoss | None = None,
+) -> CaseResult:
+    """One run of *steps* in a fresh world. With *blocked_at* (a campaign run) the failpoints reached are
+    appended to it, and a worker that goes idle before its armed failpoint raises _Unreached. *stats*
+    receives the kills of soak rounds and the control-plane faults left unfired."""
     try:
         with _world(case, power) as world:
+            world.until_unreached = blocked_at is not None
+            if blocked_at is not None:
+                world.blocked_at = blocked_at
             observer = _Observer(world, profile)
             control = ControlPlane(log_path=world.root / "control-plane.jsonl", ttl_ms=case.ttl_ms, observer=observer)
             worker = _Worker(case, factory, world, control)
             control.start()
             try:
-                return _drive(case, world, control, worker, profile)
+                return _drive(case, world, control, worker, profile, steps)
             finally:
+                if stats is not None:
+                    stats.update(kills=world.kills, unfired=control.pending_faults())
                 worker.close()
                 control.close()
     except _Abort as abort:
@@ -570,8 +699,15 @@ def run_scenario(case: ScenarioCase, factory: Factory, profile: str, power: Powe
         return result_for(case, Outcome.ERRORED, message=message)
 
 
-def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Worker, profile: str) -> CaseResult:
-    deadline = time.monotonic() + SCENARIO_BUDGET
+def _drive(
+    case: ScenarioCase,
+    world: _World,
+    control: ControlPlane,
+    worker: _Worker,
+    profile: str,
+    steps: Sequence[Mapping[str, Any]],
+) -> CaseResult:
+    deadline = time.monotonic() + (case.budget if isinstance(case, SoakCase) else SCENARIO_BUDGET)
     for repository, origin in world.origins.items():
         control.add_origin(repository, origin)
     for name in case.issue:
@@ -580,9 +716,9 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
     for fault in case.faults:
         _script(control, world, fault)
     world.changed_at = len(control.log())
-    decoy_before = evidence.tree_digest(world.decoy)
+    decoy_before = _decoy_digest(world)
     last_wait = ""
-    for index, step in enumerate(case.steps):
+    for index, step in enumerate(steps):
         ((verb, argument),) = step.items()
         if verb == "start":
             worker.start(argument.get("failpoint"))
@@ -602,6 +738,21 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
         elif verb == "clock":
             control.move_clock(int(argument))
             world.changed_at = len(control.log())
+        elif verb == "crash_or_idle":
+            # A soak round: kill the worker where it stands, at its failpoint or idle.
+            worker.wait_any(deadline)
+            worker.kill()
+            world.kills += 1
+            _expire_unrecorded(case, control, world, _journal_or_abort(worker, world))
+        elif verb == "settle":
+            for _ in range(SETTLE_ROUNDS):
+                worker.wait("idle", deadline)
+                if not _expire_unrecorded(case, control, world, _journal_or_abort(worker, world)):
+                    break
+            last_wait = "idle"
+            world.snapshots.append(evidence.Snapshot.of(_journal_or_abort(worker, world)))
+        elif verb == "expire_unrecorded":
+            _expire_unrecorded(case, control, world, _journal_or_abort(worker, world))
         elif verb == "issue":
             world.tasks[argument] = _task(case.tasks[argument], world.origins, case.repositories)
             control.issue(world.tasks[argument])
@@ -623,6 +774,10 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
             _plant(world, argument)
         elif verb == "tamper_workspace":
             _tamper(world)
+        elif verb == "link_workspaces_to_decoy":
+            _link_workspaces(world)
+        elif verb == "swap_for_link":
+            _swap_for_link(world, argument["name"])
         else:  # the schema allows no other verb
             raise _Abort(worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
     worker.read_settings()
@@ -637,7 +792,7 @@ def _drive(case: ScenarioCase, world: _World, control: ControlPlane, worker: _Wo
         caches={task_id: evidence.read_cache(world.state_dir, task_id) for task_id in {r["task_id"] for r in rows}},
         idle=last_wait == "idle",
         settings=worker.settings if worker.claims_journal else None,
-        decoy_changed=evidence.tree_digest(world.decoy) != decoy_before,
+        decoy_changed=_decoy_digest(world) != decoy_before,
     )
     verdict = checks.judge(case.expect, names, gathered)
     mismatches = tuple(world.moment_problems) + tuple(verdict)
@@ -674,6 +829,32 @@ def _expected(control: ControlPlane, world: _World) -> dict[str, dict[str, Any]]
         task = control.task(issued["task_id"])["task"]
         expected[task["task_id"]] = evidence.expected_result(task, world.origins[task["repository"]])
     return expected
+
+
+def _expire_unrecorded(case: ScenarioCase, control: ControlPlane, world: _World, rows: Sequence[evidence.Row]) -> bool:
+    """FPT-4: a claim granted but never recorded converges only once its lease has expired."""
+    if not _unrecorded_claims(control, world, rows):
+        return False
+    control.move_clock(case.ttl_ms + 1)
+    world.changed_at = len(control.log())
+    return True
+
+
+def _unrecorded_claims(control: ControlPlane, world: _World, rows: Sequence[evidence.Row]) -> bool:
+    """Whether a task is RUNNING in an attempt of which the journal holds no row (FPT-4), and no other
+    RUNNING attempt is still workable in the journal, whose lease the expiry would take away."""
+    last: dict[tuple[str, int], str] = {(row["task_id"], row["attempt"]): row["phase"] for row in rows}
+    unrecorded = False
+    for issued in world.tasks.values():
+        view = control.task(issued["task_id"])
+        if view["state"] != "RUNNING":
+            continue
+        phase = last.get((issued["task_id"], view["task"]["attempt"]))
+        if phase is None:
+            unrecorded = True
+        elif phase not in evidence.TERMINAL:
+            return False
+    return unrecorded
 
 
 def _latest_task_rows(world: _World) -> list[evidence.Row]:
@@ -770,4 +951,201 @@ def _kills(case: ScenarioCase) -> bool:
     return steps or any(fault.get("fault") == "KillPoint" for fault in faults)
 
 
-__all__: Sequence[str] = ("KILL_MODEL", "run_scenario", "runner")
+def campaign_runner(
+    factory: Factory, *, profile: str, seed: int | None = None, adapter_spec: str = "ADAPTER"
+) -> Callable[[Any], CaseResult]:
+    """The case runner for P1 campaigns (the crash matrix, the soak), bound to a maker of fresh worker
+    adapters; *seed* (the run's --seed, if given) replaces a soak's own."""
+
+    def run(case: Any) -> CaseResult:
+        if isinstance(case, SoakCase):
+            return run_soak(case, factory, profile, case.seed if seed is None else seed, adapter_spec)
+        return run_matrix(case, factory, profile)
+
+    return run
+
+
+# The control-plane faults a soak draws from: each leaves the outcome unknown or late, never changes what
+# the task must converge to (FPT-4): 5xx with and without the effect, and answers dropped.
+SOAK_FAULTS: tuple[dict[str, Any], ...] = (
+    *(
+        {"fault": "Answer", "on": on, "status": 503, "effect": effect}
+        for on in ("claim", "result", "renew", "receipt", "release")
+        for effect in (False, True)
+    ),
+    *(
+        {"fault": "Drop", "on": on, "effect": effect}
+        for on in ("claim", "result", "renew", "receipt")
+        for effect in (False, True)
+    ),
+)
+
+
+def soak_steps(case: SoakCase, seed: int) -> list[dict[str, Any]]:
+    """The whole schedule of a soak, drawn from *seed*: each round scripts a few control-plane faults,
+    starts the worker armed at a random hit of any failpoint, and kills it there (or idle)."""
+    rng = random.Random(seed)
+    steps: list[dict[str, Any]] = []
+    for _ in range(case.rounds):
+        for _ in range(rng.randint(0, case.faults_per_round)):
+            steps.append({"fault": dict(rng.choice(SOAK_FAULTS))})
+        steps += [{"start": {"failpoint": _any(rng.randint(1, case.max_hit))}}, {"crash_or_idle": {}}]
+    return [*steps, {"start": {}}, {"settle": {}}]
+
+
+def run_soak(case: SoakCase, factory: Factory, profile: str, seed: int, adapter_spec: str) -> CaseResult:
+    """A seeded random soak: K tasks, random kills and HTTP faults, then every task must have converged."""
+    started = time.monotonic()
+    steps = soak_steps(case, seed)
+    scripted = sum(1 for step in steps if "fault" in step)
+    stats: dict[str, int] = {}
+    result = _run(case, factory, profile, steps, None, stats)
+    fired = scripted - stats.get("unfired", 0)
+    summary = (
+        f"{len(case.issue)} tasks, seed {seed}: {stats.get('kills', 0)} worker kills and {fired} control-plane "
+        f"faults fired ({scripted} scripted), {stats.get('kills', 0) + fired} faults in "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    if result.ok:
+        return dataclasses.replace(result, message=summary)
+    replay = f"resumekit run --adapter {shlex.quote(adapter_spec)} --kind p1-campaign --only {case.id} --seed {seed}"
+    rounds = _shrink(case, factory, profile, seed, started + case.budget)
+    shrunk = (
+        f"; the first {rounds} of its {case.rounds} rounds already fail (set rounds: {rounds} in a copy of the "
+        "soak's file and run that with --golden)"
+        if rounds < case.rounds
+        else ""
+    )
+    message = f"soak failed ({summary}): {result.message}{shrunk}"
+    return dataclasses.replace(result, message=message, replay=replay)
+
+
+def _shrink(case: SoakCase, factory: Factory, profile: str, seed: int, deadline: float) -> int:
+    """Bisect the rounds of a failing soak: the fewest leading rounds found to fail still, within
+    SHRINK_STEPS reruns and the soak's budget. A schedule's first k rounds are the k-round schedule of
+    the same seed, so a prefix is a soak of its own; timing may still make a rerun pass."""
+    low, high = 0, case.rounds
+    for _ in range(SHRINK_STEPS):
+        if high - low <= 1 or time.monotonic() > deadline:
+            break
+        middle = (low + high) // 2
+        shorter = dataclasses.replace(case, rounds=middle)
+        if _run(shorter, factory, profile, soak_steps(shorter, seed), None).ok:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def _crash(failpoint: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Start a worker armed at *failpoint*, kill it there, and let an unrecorded claim's lease expire."""
+    return [{"start": {"failpoint": failpoint}}, {"wait": "blocked"}, {"kill": {}}, {"expire_unrecorded": {}}]
+
+
+_CONVERGE: tuple[dict[str, Any], ...] = ({"start": {}}, {"wait": "idle"})
+
+
+def _any(hit: int) -> dict[str, Any]:
+    return {"name": ANY_FAILPOINT, "hit": hit}
+
+
+class _Matrix:
+    """The runs of one crash matrix so far, and the first failed one."""
+
+    def __init__(self, case: MatrixCase, factory: Factory, profile: str) -> None:
+        self.case, self.factory, self.profile = case, factory, profile
+        self.visited: list[tuple[str, ...]] = []  # the points each converged run crashed at
+        self.failed: CaseResult | None = None
+        self.firsts = 0  # first crashes whose recovery path was crashed in turn
+
+    def run(self, steps: Sequence[Mapping[str, Any]], label: str) -> tuple[str, ...] | None:
+        """The points one run crashed at, None when its last armed point was not reached (or it failed)."""
+        blocked: list[str] = []
+        try:
+            result = _run(self.case, self.factory, self.profile, steps, blocked)
+        except _Unreached:
+            return (*blocked, "")  # "" marks the armed point that was never reached
+        if not result.ok:
+            where = " then ".join(blocked) or label
+            note = f"crash matrix, run {len(self.visited) + 1} ({label}: {where}): {result.message}"
+            self.failed = dataclasses.replace(result, message=note)
+            return None
+        self.visited.append(tuple(blocked) or (label,))
+        return tuple(blocked)
+
+    def summary(self, started: float) -> str:
+        kind = self.case.tasks[self.case.task]["kind"]
+        text = f"{len(self.visited)} crash points visited for the {kind} task"
+        if self.case.crashes == 2:
+            text += f" ({self.firsts} first crashes, each followed by a crash at every point of its recovery path)"
+        return text + f", {len(self.visited)} runs in {time.monotonic() - started:.0f} s"
+
+
+def run_matrix(case: Any, factory: Factory, profile: str) -> CaseResult:
+    """SQLite's crash loop applied to a worker (p1.md FPT-5): crash at the 1st, 2nd, ... point it reaches,
+    restart, require convergence, and advance the point until the task completes without reaching it."""
+    assert isinstance(case, MatrixCase)
+    started = time.monotonic()
+    matrix = _Matrix(case, factory, profile)
+    if case.crashes == 1:
+        done = _loop(matrix, lambda n: [*_crash(_any(n)), *_CONVERGE], "first crash")
+    else:
+        done = _recovery_loops(matrix)
+    for point in case.kit_points if done else ():
+        steps: list[dict[str, Any]] = [{"fault": {"fault": "KillPoint", "name": point}}, {"start": {}}]
+        steps.append({"wait": "killed"})
+        steps += [{"expire_unrecorded": {}}, *_CONVERGE]
+        if matrix.run(steps, point) is None:
+            break
+    if matrix.failed is not None:
+        return matrix.failed
+    if not done:
+        message = f"the worker still reached a new failpoint after {case.limit} points: the loop never ends"
+        return result_for(case, Outcome.FAILED, message=message, mismatches=(Mismatch("", case.limit, None, "FPT-5"),))
+    return result_for(case, Outcome.PASSED, message=matrix.summary(started), fault_model=KILL_MODEL)
+
+
+def _loop(matrix: _Matrix, steps_for: Callable[[int], list[dict[str, Any]]], label: str) -> bool:
+    """Advance the armed hit until a run ends without reaching it; False on a failure or at the limit."""
+    for hit in range(1, matrix.case.limit + 1):
+        crashed = matrix.run(steps_for(hit), f"{label} at hit {hit} of any failpoint")
+        if crashed is None:
+            return False
+        if crashed and crashed[-1] == "":
+            return True
+    return False
+
+
+def _recovery_loops(matrix: _Matrix) -> bool:
+    """For each first crash, a crash at every point of the recovery path that follows it."""
+    case = matrix.case
+    firsts: list[dict[str, Any]] = [{"name": name, "hit": 1} for name in case.first]
+    for number in range(1, case.limit + 1):
+        if case.first and number > len(firsts):
+            return True
+        first = firsts[number - 1] if case.first else _any(number)
+        matrix.firsts += 1
+        for hit in range(1, case.limit + 1):
+            steps = [*_crash(first), *_crash(_any(hit)), *_CONVERGE]
+            crashed = matrix.run(steps, f"first crash at {first['name']} hit {first['hit']}, then hit {hit}")
+            if crashed is None:
+                return False
+            if crashed and crashed[-1] == "":
+                if len(crashed) == 1:  # the first crash itself was not reached
+                    if case.first:
+                        matrix.failed = result_for(
+                            case,
+                            Outcome.FAILED,
+                            message=f"the armed failpoint {first['name']} was never reached",
+                            mismatches=(Mismatch("/wait/failpoint", first["name"], None, "FPT-2"),),
+                        )
+                        return False
+                    matrix.firsts -= 1
+                    return True
+                break
+        else:
+            return False
+    return False
+
+
+__all__: Sequence[str] = ("KILL_MODEL", "campaign_runner", "run_matrix", "run_scenario", "runner")

@@ -555,7 +555,7 @@ def _observe(
     reply = session.adapter.request("phase0.store.append", event=extra)
     refused = reply.outcome == "errored" and bool(reply.context.get("caught"))
     if reply.outcome != "result" and not refused:
-        raise _Abort(_with_model(errored(case, reply, "phase0.store.append")))
+        raise _Abort(dataclasses.replace(errored(case, reply, "phase0.store.append"), fault_model=session.model))
     try:
         after = _files.read_bytes(workspace, path) if path.exists() else None
     except _files.Refused as error:

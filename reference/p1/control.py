@@ -19,6 +19,7 @@ class Control:
         self._cond = threading.Condition()
         self._armed = failpoint
         self._hits: dict[str, int] = {}
+        self._total = 0  # every site reached, whatever its name: the hit count of the name "*"
         self._blocked: str | None = None
         self._stop = False
         self._idle = False
@@ -27,10 +28,12 @@ class Control:
     # -- the worker's side ------------------------------------------------------------------------
 
     def failpoint(self, name: str) -> None:
-        """Count a hit of the site *name*; block here while it is the armed name and hit (FPT-2)."""
+        """Count a hit of the site *name*; block here while it is the armed name and hit (FPT-2), or
+        while ``"*"`` is armed and this is the hit-th site of any name (capability p1.failpoint-any)."""
         with self._cond:
             hit = self._hits[name] = self._hits.get(name, 0) + 1
-            if self._stop or self._armed != (name, hit):
+            self._total += 1
+            if self._stop or self._armed not in ((name, hit), ("*", self._total)):
                 return
             self._armed = None
             self._blocked = name

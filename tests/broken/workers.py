@@ -83,6 +83,17 @@ class NewKeyOnRestart(_Tracked):
         super()._submit(attempt)
 
 
+class NewKeyOnSecondRecovery(_Tracked):
+    """Mints a new key when a recovery at result_pending was itself killed before it made progress
+    (KEY-2): a single crash never shows it; the crash matrix's crash during recovery does."""
+
+    def _submit(self, attempt: reference.Attempt) -> None:
+        pending = attempt.last
+        if pending.seq not in self.mine and self.journal.recoveries(pending.task_id, pending.attempt, pending.seq) >= 2:
+            attempt.rows[-1] = dataclasses.replace(pending, idempotency_key=f"p1-result:{secrets.token_hex(32)}")
+        super()._submit(attempt)
+
+
 class AcceptsAny409(_Tracked):
     """Takes every 409 answer to a submission for an exact match (SUB-5)."""
 
@@ -171,6 +182,92 @@ class FollowsLinksInCleanup(_Tracked):
             super()._startup()
 
 
+def _remove_by_prefix(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that resolves each ``task-*`` entry and deletes what it resolves to when that path
+    starts with the root's as a string (CLEAN-3): ``<root>-evil`` passes such a check."""
+    real_root = os.path.realpath(root)
+    before_remove: Callable[[str], None] = kwargs.get("before_remove", lambda name: None)
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.name.startswith("task-"):
+            continue
+        real = os.path.realpath(entry.path)
+        if not real.startswith(real_root):
+            continue
+        before_remove(entry.name)
+        shutil.rmtree(real, ignore_errors=True)
+        if os.path.islink(entry.path):
+            os.unlink(entry.path)
+        yield entry.name
+
+
+def _remove_as_checked(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that trusts the type it saw before the cleanup failpoint: an entry that was a
+    directory then is emptied by a walk that follows links, even if it is a link now (CLEAN-4)."""
+    before_remove: Callable[[str], None] = kwargs.get("before_remove", lambda name: None)
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.name.startswith("task-"):
+            continue
+        was_directory = entry.is_dir(follow_symlinks=False)
+        before_remove(entry.name)
+        if was_directory:
+            for current, _, files in os.walk(entry.path, topdown=False, followlinks=True):
+                for name in files:
+                    os.unlink(os.path.join(current, name))
+        if os.path.islink(entry.path) or not os.path.isdir(entry.path):
+            os.unlink(entry.path)
+        else:
+            shutil.rmtree(entry.path)
+        yield entry.name
+
+
+class TrustsTheCheckedType(_Tracked):
+    """Cleanup empties a checked directory that was swapped for a link meanwhile, through the link
+    (CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_as_checked):
+            super()._startup()
+
+
+class ChecksBoundaryByPrefix(_Tracked):
+    """Cleanup takes a path that starts with the root's string for one inside it, and deletes through a
+    link to such a sibling (CLEAN-3, CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_by_prefix):
+            super()._startup()
+
+
+class AcceptsSameBodyInAnyState(_Tracked):
+    """Takes a 409 holding this attempt's exact body for an exact match whatever the task's state (SUB-5)."""
+
+    def _exact_match(self, attempt: reference.Attempt, body: dict[str, Any]) -> bool:
+        if body.get("state") not in ("VERIFYING", "SUCCEEDED"):
+            body = dict(body, state="VERIFYING")
+        return super()._exact_match(attempt, body)
+
+
+class NoRecoveryCap(_Tracked):
+    """Resumes an attempt however often it was resumed without progress (RESUME-6, strict)."""
+
+    def _resume(self, attempt: reference.Attempt, *, count_recovery: bool) -> None:
+        super()._resume(attempt, count_recovery=False)
+
+
+class PollsUntilVisible(_Tracked):
+    """Polls a not_visible receipt again within the attempt instead of ending it (COMMIT-4)."""
+
+    def _converge(self, attempt: reference.Attempt) -> None:
+        for _ in range(10):
+            try:
+                super()._converge(attempt)
+                return
+            except reference.Reconcile as reason:
+                if str(reason) != "receipt_not_visible":
+                    raise
+        super()._converge(attempt)
+
+
 class _NormalJournal(journal.Journal):
     def _connect(self) -> sqlite3.Connection:
         db = super()._connect()
@@ -253,11 +350,36 @@ BUGS: dict[str, tuple[type[reference.Worker], str]] = {
 }
 
 
+# Bugs that only the attack campaigns and scenarios find; tests/test_attack.py runs each on the few cases
+# that catch it, instead of the whole selection of tests/test_broken_workers.py.
+ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "new-key-on-second-recovery": (
+        NewKeyOnSecondRecovery,
+        "mints a new key when a recovery at result_pending was killed and recovered again (KEY-2)",
+    ),
+    "checks-boundary-by-prefix": (
+        ChecksBoundaryByPrefix,
+        "cleanup deletes through a link to <root>-evil, a sibling that passes a string-prefix check (CLEAN-3)",
+    ),
+    "polls-until-visible": (PollsUntilVisible, "polls a not_visible receipt again instead of reconciling (COMMIT-4)"),
+    "no-recovery-cap": (NoRecoveryCap, "resumes an attempt without end when no resumption progresses (RESUME-6)"),
+    "trusts-the-checked-type": (
+        TrustsTheCheckedType,
+        "cleanup empties a directory swapped for a link after its check, through the link (CLEAN-4)",
+    ),
+    "accepts-same-body-in-any-state": (
+        AcceptsSameBodyInAnyState,
+        "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",
+    ),
+}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[1] not in BUGS:
-        print(f"usage: python -m tests.broken.workers {{{','.join(BUGS)}}}", file=sys.stderr)
+    every = {**BUGS, **ATTACK_BUGS}
+    if len(argv) != 2 or argv[1] not in every:
+        print(f"usage: python -m tests.broken.workers {{{','.join(every)}}}", file=sys.stderr)
         return 2
-    worker_class, _ = BUGS[argv[1]]
+    worker_class, _ = every[argv[1]]
     sys.stdout.reconfigure(encoding="utf-8", newline="\n")  # type: ignore[union-attr]
     # The adapter imports the worker class when it starts a worker, from the worker module: replace it there.
     setattr(reference, "Worker", worker_class)  # noqa: B010

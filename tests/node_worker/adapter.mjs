@@ -22,7 +22,7 @@ const HELLO_RESULT = {
     language: "javascript",
     homepage: "https://nodejs.org",
   },
-  capabilities: ["p1.worker", "p1.journal"],
+  capabilities: ["p1.worker", "p1.journal", "p1.failpoint-any"],
   profiles: ["core", "strict"],
 };
 

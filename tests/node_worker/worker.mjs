@@ -31,6 +31,7 @@ export class Worker {
     this.marker = marker || null;
     this.connectionLog = connectionLog;
     this.hits = new Map();
+    this.totalHits = 0; // every site reached, whatever its name: the hit count of the name "*"
     this.state = "running"; // running | blocked | exited
     this.blockedAt = null;
     this.release = null;
@@ -97,7 +98,12 @@ export class Worker {
   async failpoint(name) {
     const n = (this.hits.get(name) || 0) + 1;
     this.hits.set(name, n);
-    if (this.armed && this.armed.name === name && this.armed.hit === n) {
+    this.totalHits += 1;
+    // "*" (capability p1.failpoint-any, FPT-5) blocks at the hit-th site of any name.
+    const armedHere =
+      this.armed &&
+      ((this.armed.name === name && this.armed.hit === n) || (this.armed.name === "*" && this.armed.hit === this.totalHits));
+    if (armedHere) {
       this.armed = null; // disarmed once reached
       this.blockedAt = name;
       this.state = "blocked";

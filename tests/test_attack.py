@@ -1,0 +1,194 @@
+"""The P1 attack cases: the crash matrix (p1.md FPT-5) and the scenarios that go beyond the baseline.
+
+The full campaigns are opt-in (``--kind p1-campaign``, ``nox -s attack``) because they run hundreds of
+worker processes. Here a matrix is cut to a few runs (a small golden directory with one narrow
+two-crash matrix), run against the reference (which must pass and say how many points it visited) and
+against a broken worker that only a crash during recovery exposes. Each other broken worker of
+``ATTACK_BUGS`` runs only the one golden scenario that catches it, which must fail naming the clause.
+The reference's passes of the golden scenarios themselves are `nox -s conformance`'s to show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from resumekit.conformance._resources import golden_dir
+from resumekit.conformance.fixtures import SoakCase, load_suite
+from resumekit.conformance.p1 import checks, harness
+from resumekit.reference.p1.control import Control
+from tests.broken.workers import ATTACK_BUGS
+from tests.support import python_command, run_resumekit
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+GUARD = 300  # seconds: far above an honest run, only there to turn a hang into a failure
+
+# Two-crash matrices cut to one first crash each, then a crash at every point of the recovery path: just
+# before the submission (about eight runs, where a recovery of a recovery can go wrong; the broken worker
+# fails at its second), and after result_submitted (three runs, which the reference passes).
+SMALL_MATRIX = "p1-matrix-capture-recovery-small"
+TINY_MATRIX = "p1-matrix-capture-recovery-tiny"
+
+
+def _golden(folder: Path) -> Path:
+    source = yaml.safe_load((golden_dir() / "p1" / "crash-matrix.yaml").read_text(encoding="utf-8"))
+    (matrix,) = [m for m in source["matrices"] if m["id"] == "p1-matrix-capture-recovery"]
+    source["matrices"] = [
+        dict(matrix, id=SMALL_MATRIX, first=["before_result_submit"]),
+        dict(matrix, id=TINY_MATRIX, first=["after_result_submitted_row"]),
+    ]
+    root = folder / "golden"
+    (root / "p1").mkdir(parents=True)
+    (root / "p1" / "crash-matrix.yaml").write_text(yaml.safe_dump(source, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def _run(adapter: str, report: Path, args: tuple[str, ...]) -> tuple[int, dict[str, Any], str]:
+    return run_resumekit(report, "--adapter", adapter, *args, guard=GUARD)
+
+
+# bug -> (the run's selection, the gate it must fail, clauses of which the failing case cites one)
+CAUGHT: dict[str, tuple[tuple[str, ...], str, frozenset[str]]] = {}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[int, dict[str, Any], str]]]:
+    folder = tmp_path_factory.mktemp("attack")
+    golden = _golden(folder)
+    CAUGHT["new-key-on-second-recovery"] = (
+        ("--golden", str(golden), "--kind", "p1-campaign", "--only", SMALL_MATRIX),
+        "WORKER_RESTART_RESUME",
+        frozenset({"KEY-1", "KEY-2", "SUB-1"}),
+    )
+    jobs = {
+        "reference": ("reference", ("--golden", str(golden), "--kind", "p1-campaign", "--only", TINY_MATRIX)),
+        **{
+            bug: (python_command("-m", "tests.broken.workers", bug), selection)
+            for bug, (selection, _, _) in CAUGHT.items()
+        },
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(_run, adapter, folder / f"{name}.json", args) for name, (adapter, args) in jobs.items()
+        }
+        yield {name: future.result() for name, future in futures.items()}
+
+
+def test_the_reference_passes_a_crash_matrix_and_reports_the_points_it_visited(
+    runs: dict[str, tuple[int, dict[str, Any], str]],
+) -> None:
+    code, document, output = runs["reference"]
+    assert code == 3, output  # a passed subset run: --kind narrows it
+    (result,) = document["results"]
+    assert result["outcome"] == "passed", result
+    assert result["kind"] == "p1-campaign"
+    assert "crash points visited for the source_capture task" in result["message"], result["message"]
+    visited = int(result["message"].split(" ")[0])
+    assert visited >= 1, result["message"]  # the recovery path: at least the release of the lease
+    assert f"{TINY_MATRIX}: {result['message']}" in output
+
+
+def test_a_new_key_after_a_crash_during_recovery_is_caught_by_the_matrix(
+    runs: dict[str, tuple[int, dict[str, Any], str]],
+) -> None:
+    (result,) = runs["new-key-on-second-recovery"][1]["results"]
+    # The message names the run and the crash points that led to the failure.
+    assert "crash matrix, run" in result["message"] and "before_result_submit then" in result["message"], result
+
+
+def test_every_attack_bug_is_caught() -> None:
+    assert set(ATTACK_BUGS) == {"new-key-on-second-recovery", *STATIC}
+
+
+@pytest.mark.parametrize("bug", sorted(ATTACK_BUGS))
+def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
+    bug: str, runs: dict[str, tuple[int, dict[str, Any], str]]
+) -> None:
+    _, gate, clauses = CAUGHT[bug]
+    code, document, output = runs[bug]
+    assert code == 1, output  # not certified
+    (result,) = document["results"]
+    assert result["outcome"] == "failed", result
+    cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
+    assert cited & clauses, (bug, cited, result["message"])
+    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    assert verdicts[gate] == "failed", verdicts
+
+
+# The broken workers that one golden scenario catches: bug -> (the scenario, its gate, the clauses).
+STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
+    # Deleting through the link empties <root>-evil, the sibling decoy: the decoy check cites CLEAN-2.
+    "checks-boundary-by-prefix": (
+        "p1-cleanup-never-enters-a-sibling-named-like-the-root",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-2", "CLEAN-3"}),
+    ),
+    # The walk through the swapped-in link empties the decoy: the decoy check cites CLEAN-2.
+    "trusts-the-checked-type": (
+        "p1-cleanup-directory-swapped-for-a-link-is-not-followed",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-2", "CLEAN-4"}),
+    ),
+    # The final row is result_submitted, not reconciliation_required with reason result_conflict: the
+    # scenario's expectation (FPT-4, PHASE-4) counts against the gate it names.
+    "accepts-same-body-in-any-state": (
+        "p1-409-same-body-running-is-a-hard-failure",
+        "RESULT_SUBMISSION_REPLAY_SAFE",
+        frozenset({"FPT-4", "PHASE-4"}),
+    ),
+    # Polling again, the attempt converges where it must end in receipt_not_visible.
+    "polls-until-visible": (
+        "p1-commit-delayed-visibility-reconciles",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"FPT-4", "PHASE-4"}),
+    ),
+    # Without the cap the sixth resumption completes the task instead of ending it in recovery_cap.
+    "no-recovery-cap": (
+        "p1-strict-recovery-cap-after-five-restarts-without-progress",
+        "WORKER_RESTART_RESUME",
+        frozenset({"FPT-4", "PHASE-4"}),
+    ),
+}
+CAUGHT.update(
+    {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
+)
+
+
+def test_the_failpoint_any_counts_every_site_of_any_name() -> None:
+    control = Control(("*", 3))
+    control.failpoint("before_claimed_row")
+    control.failpoint("after_claimed_row")
+    assert control.state() is None  # two sites reached, the third is armed
+    blocked = threading.Thread(target=control.failpoint, args=("before_claimed_cache",), daemon=True)
+    blocked.start()
+    assert control.wait(5.0) == {"state": "blocked", "failpoint": "before_claimed_cache"}
+    control.release(None)
+    blocked.join(5.0)
+    assert not blocked.is_alive()
+
+
+def test_a_soak_schedule_is_a_function_of_its_seed_and_a_prefix_of_a_longer_one() -> None:
+    (case,) = [c for c in load_suite().cases if isinstance(c, SoakCase)]
+    assert len(case.issue) >= 20
+    first, again, other = harness.soak_steps(case, 7), harness.soak_steps(case, 7), harness.soak_steps(case, 8)
+    assert first == again and first != other
+    shorter = harness.soak_steps(dataclasses.replace(case, rounds=10), 7)
+    assert shorter[:-2] == first[: len(shorter) - 2]  # the first ten rounds, then the undisturbed run
+    kills = sum(1 for step in first if "crash_or_idle" in step)
+    faults = sum(1 for step in first if "fault" in step)
+    assert kills == case.rounds and kills + faults >= 100  # planned; the report counts those that fired
+
+
+def test_every_failpoint_of_the_catalog_is_known_to_the_any_check() -> None:
+    catalog = yaml.safe_load((golden_dir() / "p1" / "failpoints.yaml").read_text(encoding="utf-8"))
+    assert all(checks.known_failpoint(point["name"]) for point in catalog["worker"])
+    assert not checks.known_failpoint("after_lunch_row")

@@ -1164,8 +1164,10 @@ def load_suite(root: Path | None = None, *, cache: bool = True) -> Suite:
     return Suite(tuple(cases), root, digest.hexdigest())
 
 
+# Keyed by class name, not by kind: one kind (p1-campaign) has two classes.
 _CASE_TYPES: dict[str, type[Case]] = {
-    cls.kind: cls for cls in (DecisionCase, CrashCase, LedgerFaultCase, ScheduleCase, ScenarioCase)
+    cls.__name__: cls
+    for cls in (DecisionCase, CrashCase, LedgerFaultCase, ScheduleCase, ScenarioCase, MatrixCase, SoakCase)
 }
 
 
@@ -1173,7 +1175,7 @@ def _encode_cases(cases: Sequence[Case]) -> list[dict[str, Any]]:
     """Cases as JSON values: each field by name, the source as [file, line], the kind to rebuild it."""
     encoded = []
     for case in cases:
-        item: dict[str, Any] = {"kind": case.kind}
+        item: dict[str, Any] = {"kind": type(case).__name__}
         for spec in dataclasses.fields(case):
             value = getattr(case, spec.name)
             item[spec.name] = [value.file, value.line] if isinstance(value, Source) else value

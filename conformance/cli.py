@@ -623,7 +623,13 @@ def _runners(
     )
     on_kill = progress.kill_progress if progress is not None else None
     runners: dict[str, Any] = crash.runners(
-        factory, profile=profile, seed=seed, kills=arguments.kills, adapter_spec=arguments.adapter, on_kill=on_kill
+        factory,
+        profile=profile,
+        seed=seed,
+        kills=arguments.kills,
+        adapter_spec=arguments.adapter,
+        on_kill=on_kill,
+        jobs=arguments.jobs,
     )
     # The P1 harness brings the control plane, an HTTP server and SQLite: only `run` loads it.
     from resumekit.conformance.p1 import harness

@@ -160,11 +160,6 @@ class _ToolFact(NamedTuple):
     is_error: bool  # responses only: `content.isError` exactly `true`
 
 
-def _content_kind(event: Mapping[str, Any]) -> object:
-    content = event.get("content")
-    return content.get("kind") if isinstance(content, Mapping) else None
-
-
 def _event_id(position: int, event: Mapping[str, Any]) -> str:
     event_id = event.get("id")
     if not isinstance(event_id, str):
@@ -172,11 +167,8 @@ def _event_id(position: int, event: Mapping[str, Any]) -> str:
     return event_id
 
 
-def _tool_fact(position: int, event: Mapping[str, Any]) -> _ToolFact | None:
-    """The tool fact a non-partial event carries, or None for every other event (EVT-2)."""
-    content = event.get("content")
-    if not isinstance(content, Mapping) or content.get("kind") not in TOOL_FACT_KINDS:
-        return None
+def _tool_fact(position: int, event: Mapping[str, Any], content: Mapping[str, Any]) -> _ToolFact:
+    """The tool fact of a non-partial event whose *content* is a function call or response (EVT-2)."""
     kind = str(content["kind"])
     call_id, name = content.get("id"), content.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
@@ -189,19 +181,15 @@ def _tool_fact(position: int, event: Mapping[str, Any]) -> _ToolFact | None:
     )
 
 
-def _tool_facts(events: Sequence[Mapping[str, Any]]) -> list[_ToolFact]:
-    """Every tool fact of the prefix, in order; partial events are skipped (EVT-4)."""
-    return _scan(events, strict=False).facts
-
-
 class _Scan(NamedTuple):
     """What one pass over the prefix finds: everything later steps need, so no step reads it again."""
 
     facts: list[_ToolFact]
-    facts_by_position: dict[int, _ToolFact]
     partial: list[int]  # positions of the partial events (EVT-4), which the replay leaves out
-    strict: list[tuple[int, int, dict[str, Any]]]  # STRICT-1 and STRICT-5: (position, rank, diagnostic)
-    first_terminal: tuple[int, str] | None  # position and id of the first terminal event (STRICT-6)
+    duplicate_ids: dict[int, dict[str, Any]]  # STRICT-1, by position
+    identity_conflicts: dict[int, dict[str, Any]]  # STRICT-5, by position
+    terminal_position: int  # of the first terminal non-partial event, or len(events) (STRICT-6)
+    terminal_id: str
 
 
 def _scan(events: Sequence[Mapping[str, Any]], *, strict: bool) -> _Scan:
@@ -211,24 +199,22 @@ def _scan(events: Sequence[Mapping[str, Any]], *, strict: bool) -> _Scan:
     the time of planning); each is the rule named in its comment, as the functions above state it.
     """
     facts: list[_ToolFact] = []
-    facts_by_position: dict[int, _ToolFact] = {}
     partial: list[int] = []
-    diagnostics: list[tuple[int, int, dict[str, Any]]] = []
+    duplicate_ids: dict[int, dict[str, Any]] = {}
+    identity_conflicts: dict[int, dict[str, Any]] = {}
     first_position_by_event_id: dict[str, int] = {}
     run_identity: tuple[Any, ...] | None = None
-    first_terminal: tuple[int, str] | None = None
-    identity_of, tool_kinds, terminal_statuses = _identity_getter, TOOL_FACT_KINDS, TERMINAL_STATUSES
+    terminal_position, terminal_id = len(events), ""
+    identity_of, tool_kinds = _identity_getter, TOOL_FACT_KINDS
     for position, event in enumerate(events):
-        if event.get("partial") is True:  # EVT-4: never a fact
+        if is_partial_event(event):  # EVT-4: never a fact
             partial.append(position)
             continue
         content = event.get("content")
         # EVT-2 (a dict tested first: the abstract Mapping check costs more than the rest of the rule)
         if (type(content) is dict or isinstance(content, Mapping)) and content.get("kind") in tool_kinds:
-            fact = _tool_fact(position, event)
-            if fact is not None:
-                facts.append(fact)
-                facts_by_position[position] = fact
+            fact = _tool_fact(position, event, content)
+            facts.append(fact)
         if not strict:
             continue
         event_id = event.get("id")
@@ -237,19 +223,19 @@ def _scan(events: Sequence[Mapping[str, Any]], *, strict: bool) -> _Scan:
         # STRICT-1: an event id used twice.
         first_position = first_position_by_event_id.setdefault(event_id, position)
         if first_position != position:
-            diagnostics.append((position, 0, _duplicate_event_id(event_id, first_position, position)))
+            duplicate_ids[position] = _duplicate_event_id(event_id, first_position, position)
         # STRICT-5: every event belongs to the run of the first non-partial event.
         identity = identity_of(event)
         if run_identity is None:
             run_identity = identity
         elif identity != run_identity:
-            diagnostics.append((position, 4, _identity_conflict(event_id, run_identity, identity)))
+            identity_conflicts[position] = _identity_conflict(event_id, run_identity, identity)
         # EVT-3, for STRICT-6: the first terminal event.
-        if first_terminal is None and (
-            event.get("status") in terminal_statuses or ("actions" in event and is_terminal_event(event))
-        ):
-            first_terminal = (position, event_id)
-    return _Scan(facts, facts_by_position, partial, diagnostics, first_terminal)
+        if not terminal_id and is_terminal_event(event):
+            terminal_position, terminal_id = position, event_id
+    return _Scan(
+        facts, partial, duplicate_ids, identity_conflicts, terminal_position, terminal_id
+    )
 
 
 def _identity_getter(event: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -312,7 +298,7 @@ def _project(facts: Sequence[_ToolFact]) -> dict[str, dict[str, Any]]:
 
 def project_tool_operations(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Project the committed prefix onto its ToolOperations (OP-1 to OP-5), in call order."""
-    return list(_project(_tool_facts(events)).values())
+    return list(_project(_scan(events, strict=False).facts).values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,72 +396,78 @@ def _strict_diagnostics(scan: _Scan) -> list[dict[str, Any]]:
     """STRICT-1 to STRICT-6, over non-partial events in event order, clause order within an event.
 
     STRICT-1 and STRICT-5 come from the scan; the tool-fact clauses are checked here, over the facts
-    alone. Each diagnostic carries its position and its clause's rank, which give the order.
+    alone, and each event's diagnostics are put together in clause order at the end.
     """
     first_call: dict[str, _ToolFact] = {}
     for call_fact in scan.facts:
         if call_fact.kind == FUNCTION_CALL:
             first_call.setdefault(call_fact.call_id, call_fact)
 
-    found = list(scan.strict)
+    tool_clauses: dict[int, list[dict[str, Any]]] = {}  # STRICT-2 to STRICT-4, by position
+    after_terminal: dict[int, dict[str, Any]] = {}  # STRICT-6, by position
     first_response: dict[str, _ToolFact] = {}
     for fact in scan.facts:
         position, event_id = fact.position, fact.event_id
+        found = tool_clauses.setdefault(position, [])
         if fact.kind == FUNCTION_CALL:
             # STRICT-2: a tool-call id called twice.
             first = first_call[fact.call_id]
             if first.position != position:
-                found.append((position, 1, _diagnostic(
+                found.append(_diagnostic(
                     DUPLICATE_TOOL_CALL,
                     f"tool call {fact.call_id!r} ({fact.name!r}) is called again by event "
                     f"{event_id!r}; its first call is event {first.event_id!r}",
                     event_id=event_id,
                     tool_call_id=fact.call_id,
                     tool_name=fact.name,
-                )))  # fmt: skip
+                ))  # fmt: skip
         else:
             # STRICT-3: a tool-call id answered twice.
             earlier = first_response.get(fact.call_id)
             if earlier is not None:
-                found.append((position, 2, _diagnostic(
+                found.append(_diagnostic(
                     DUPLICATE_TOOL_RESULT,
                     f"tool call {fact.call_id!r} ({fact.name!r}) is answered again by event "
                     f"{event_id!r}; its first result is event {earlier.event_id!r}",
                     event_id=event_id,
                     tool_call_id=fact.call_id,
                     tool_name=fact.name,
-                )))  # fmt: skip
+                ))  # fmt: skip
             else:
                 first_response[fact.call_id] = fact
             # STRICT-4: a response that comes before the first call it answers.
             call = first_call.get(fact.call_id)
             if call is not None and call.position > position:
-                found.append((position, 3, _diagnostic(
+                found.append(_diagnostic(
                     TOOL_RESULT_BEFORE_CALL,
                     f"tool result {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes "
                     f"before its call (event {call.event_id!r})",
                     event_id=event_id,
                     tool_call_id=fact.call_id,
                     tool_name=fact.name,
-                )))  # fmt: skip
+                ))  # fmt: skip
         # STRICT-6: no tool fact after the first terminal event.
-        if scan.first_terminal is not None and position > scan.first_terminal[0]:
-            terminal_event_id = scan.first_terminal[1]
-            found.append((position, 5, _diagnostic(
+        if position > scan.terminal_position:
+            after_terminal[position] = _diagnostic(
                 TOOL_FACT_AFTER_TERMINAL,
                 f"{fact.kind} {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes after "
-                f"terminal event {terminal_event_id!r}",
+                f"terminal event {scan.terminal_id!r}",
                 event_id=event_id,
                 tool_call_id=fact.call_id,
                 tool_name=fact.name,
-                detail={"terminalEventId": terminal_event_id},
-            )))  # fmt: skip
-    found.sort(key=_order)
-    return [diagnostic for _, _, diagnostic in found]
+                detail={"terminalEventId": scan.terminal_id},
+            )
 
-
-def _order(item: tuple[int, int, dict[str, Any]]) -> tuple[int, int]:
-    return item[0], item[1]
+    diagnostics: list[dict[str, Any]] = []
+    for position in sorted({*scan.duplicate_ids, *tool_clauses, *scan.identity_conflicts, *after_terminal}):
+        if position in scan.duplicate_ids:
+            diagnostics.append(scan.duplicate_ids[position])
+        diagnostics.extend(tool_clauses.get(position, ()))
+        if position in scan.identity_conflicts:
+            diagnostics.append(scan.identity_conflicts[position])
+        if position in after_terminal:
+            diagnostics.append(after_terminal[position])
+    return diagnostics
 
 
 def _rejection_reasons(diagnostics: Sequence[Mapping[str, Any]]) -> list[str]:

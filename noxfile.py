@@ -23,13 +23,11 @@ PACKAGES = ("resumekit.conformance", "resumekit.reference")
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the kit's own tests (the unit tests, the broken implementations, the crash harness), one worker per CPU."""
+    """Run the kit's own tests (the unit tests, the broken implementations, the crash harness)."""
     # Not editable: the wheel maps the source folders into the `resumekit` namespace, which an
     # editable install cannot do, and the tests should see exactly what users install.
     session.install(".[test]")
-    # pytest-xdist: most tests wait on processes they start, and the workers overlap those waits;
-    # `nox -s tests -- -n 0` runs them in one process (a later -n wins).
-    session.run("pytest", "-n", "auto", *session.posargs)
+    session.run("pytest", *session.posargs)
 
 
 @nox.session

@@ -174,15 +174,17 @@ def projection_curve(sizes: list[int], repeats: int) -> None:
     """Planning a ledger against parsing its rows with json.loads, from 10k to 1M events."""
     print("reference projection (strict) against json.loads of the same rows (best of each, interleaved):")
     print(f"  {'events':>9} {'parse':>9} {'plan (copies)':>14} {'ratio':>6} {'plan (shared)':>14} {'ratio':>6}")
-    per_event: list[float] = []
+    per_event: list[tuple[float, float, float]] = []
     for size in sizes:
         parse, copies, shared = _plan_against_parse(_ledger_rows(size), max(1, repeats if size <= 100_000 else 2))
-        per_event.append(copies / size)
+        per_event.append((parse / size, copies / size, shared / size))
         print(f"  {size:>9} {parse * 1e3:7.0f} ms {copies * 1e3:11.0f} ms {copies / parse:5.2f}x "
               f"{shared * 1e3:11.0f} ms {shared / parse:5.2f}x")  # fmt: skip
     if len(per_event) > 1:
-        spread = max(per_event) / min(per_event)
-        print(f"  linearity: time per event varies {spread:.2f}x over the sizes (1.00x is exactly linear)")
+        # The interpreter's own allocation grows faster than linearly on a large heap: json.loads too.
+        spreads = [max(column) / min(column) for column in zip(*per_event, strict=True)]
+        print("  linearity, largest over smallest time per event (1.00x is exactly linear): "
+              f"parse {spreads[0]:.2f}x, plan (copies) {spreads[1]:.2f}x, plan (shared) {spreads[2]:.2f}x")  # fmt: skip
 
 
 def appends(rows: int, repeats: int) -> None:
@@ -329,9 +331,10 @@ def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, A
         began = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - began
-        if done.returncode != 0:
+        # 3: every selected case passed, in a run that selects some kinds only (Phase 0 alone, say).
+        if done.returncode not in (0, 3):
             print(done.stdout[-3000:], done.stderr[-3000:])
-            raise SystemExit(f"the certification at --jobs {jobs} did not certify")
+            raise SystemExit(f"the certification at --jobs {jobs} did not pass")
         return wall, json.loads(report.read_text(encoding="utf-8"))
 
 

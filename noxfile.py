@@ -24,11 +24,13 @@ PACKAGES = ("resumekit.conformance", "resumekit.reference")
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the kit's own tests (the unit tests, the broken implementations, the crash harness)."""
+    """Run the kit's own tests (the unit tests, the broken implementations, the crash harness), one worker per CPU."""
     # Not editable: the wheel maps the source folders into the `resumekit` namespace, which an
     # editable install cannot do, and the tests should see exactly what users install.
     session.install(".[test]")
-    session.run("pytest", *session.posargs)
+    # pytest-xdist: most tests wait on processes they start, and the workers overlap those waits;
+    # `nox -s tests -- -n 0` runs them in one process (a later -n wins).
+    session.run("pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session

@@ -226,13 +226,15 @@ def write_bytes(root: Path, path: Path, data: bytes) -> None:
 
     The file's modification time is then set two seconds back, so that any later write, even one of
     the same bytes within the same tick of a coarse file-system clock, changes it (STORE-6).
+    The bytes are not synced: the implementation reads them through the same operating system, and
+    a damaged ledger is written hundreds of times in one sweep. The file is overwritten and then cut
+    to length, not emptied first, so that its blocks are not freed and allocated again each time.
     """
     fd = _regular(root, path, os.O_WRONLY)
     with open(fd, "wb") as handle:
-        handle.truncate(0)
         handle.write(data)
+        handle.truncate()
         handle.flush()
-        os.fsync(handle.fileno())
         info = os.fstat(handle.fileno())
         backdated = (info.st_atime_ns, info.st_mtime_ns - 2_000_000_000)
         if os.utime in os.supports_fd:

@@ -55,6 +55,9 @@ class _State:
 def configure(config: pytest.Config) -> None:
     spec = config.getoption("resumekit_adapter") or "python:resumekit.reference:build_resume_plan"
     seed = config.getoption("resumekit_seed")
+    worker = getattr(config, "workerinput", None)  # a pytest-xdist worker: the controller chose the seed
+    if seed is None and isinstance(worker, dict) and isinstance(worker.get(_SEED_KEY), int):
+        seed = worker[_SEED_KEY]
     config.stash[_STATE] = _State(
         spec,
         config.getoption("resumekit_profile"),
@@ -65,6 +68,16 @@ def configure(config: pytest.Config) -> None:
     root = str(golden_dir())
     if not any(Path(arg.split("::")[0]).resolve().is_relative_to(golden_dir().resolve()) for arg in config.args if arg):
         config.args.append(root)
+
+
+_SEED_KEY = "resumekit_seed"
+
+
+def configure_node(node: Any) -> None:
+    """Hand the controller's seed to a pytest-xdist worker as it starts."""
+    state = node.config.stash.get(_STATE, None)
+    if state is not None:
+        node.workerinput[_SEED_KEY] = state.seed
 
 
 def report_header(config: pytest.Config) -> str | None:
@@ -133,6 +146,8 @@ class GoldenItem(pytest.Item):
             reason = f"{self.case.kind!r} cases need a process adapter (--resumekit-adapter reference)"
         if reason is not None:
             pytest.skip(f"not claimed: {reason}")
+        if self.case.kind == "schedule":  # in the JUnit report, with the command to replay it
+            self.user_properties.append(("seed", str(state.seed)))
         if isinstance(self.case, DecisionCase):
             result = run_decision(self.case, adapter, state.profile)
         else:

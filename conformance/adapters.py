@@ -400,9 +400,14 @@ class ProcessAdapter:
         seq = self._next_seq()
         message = {"cmd": cmd, "seq": seq, **fields}
         if self.validate_messages:
-            violation = schemas.first_violation(schemas.ADAPTER_REQUEST, message)
+            # The selected branch alone when it passes; the full, slower report only for a failure.
+            passes = schemas.passes_discriminated(schemas.ADAPTER_REQUEST, "cmd", message)
+            violation = None if passes else schemas.first_violation(schemas.ADAPTER_REQUEST, message)
             if violation is not None:  # the kit's own bug, but say so rather than send it
                 return self._fail(f"the kit built a {cmd!r} request that breaks its schema {violation}")
+            if cmd in _EVENTS_SENT:  # the request schema checks these as RuntimeEvents
+                sent = fields.get("events")
+                CHECKED_EVENTS.add([fields.get("event"), *(sent if isinstance(sent, list) else ())])
         stray = self.process.pending()
         for line in stray:
             self._transcript.append("<- " + _preview(line))
@@ -435,9 +440,14 @@ class ProcessAdapter:
             violation = schemas.first_violation(schemas.ADAPTER_RESPONSE, response)
             if violation is None and "result" in response and cmd in RESULT_SCHEMAS:
                 result = _without_echoes(cmd, response["result"], fields or {})
+                unchecked: list[object] = []
+                if cmd in _EVENTS_SENT:
+                    result, unchecked = CHECKED_EVENTS.lighten(result)
                 violation = schemas.first_violation(schemas.BASE + "adapter/" + RESULT_SCHEMAS[cmd], result)
                 if violation is not None:
                     violation = type(violation)("/result" + violation.pointer, violation.message)
+                else:
+                    CHECKED_EVENTS.add(unchecked)
             if violation is not None:
                 return self._fail(f"{cmd!r}: the response breaks the protocol schema {violation}")
         kinds = [key for key in ("result", "skipped", "error") if key in response]
@@ -459,6 +469,69 @@ class ProcessAdapter:
             transcript=tuple(self._transcript),
             context={**context, "caught": True},
         )
+
+
+class CheckedEvents:
+    """RuntimeEvents, by their exact JSON text, already found valid in a message that passed its schema.
+
+    A schema's verdict depends on the value alone, so an event byte for byte the same as one checked
+    before needs no second check. The crash schedule reads back every row it appended after every
+    kill: checking them all again each time made its run time grow with the square of the rows.
+    The text is Python's own JSON with sorted keys, so ``1`` and ``1.0``, ``true`` and ``1`` differ.
+    """
+
+    LIMIT = 200_000  # texts kept; past it the set starts afresh, which only costs checks
+
+    def __init__(self) -> None:
+        self._texts: set[str] = set()
+
+    @staticmethod
+    def _text(event: object) -> str | None:
+        if not isinstance(event, dict):
+            return None
+        try:
+            return json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            return None
+
+    def add(self, events: Sequence[object]) -> None:
+        """Record *events* (non-objects are ignored) as checked: call only after they passed."""
+        texts = {text for text in map(self._text, events) if text is not None}
+        if len(self._texts) + len(texts) > self.LIMIT:
+            self._texts = set()
+        self._texts |= texts  # one set operation: safe enough across the runner's threads
+
+    def lighten(self, result: Any) -> tuple[Any, list[object]]:
+        """*result* with each event list emptied whose events were all checked before, and the events kept in.
+
+        The lists are a read's ``events`` and a plan's echoed ``runtimeEvents`` and ``replayRuntimeEvents``;
+        a list holding one event not checked before is kept whole, and its events are returned so that
+        they can be recorded once the result has passed.
+        """
+        if not isinstance(result, dict):
+            return result, []
+        unchecked: list[object] = []
+        light = dict(result)
+        lists = [(light, "events")]
+        plan = result.get("plan")
+        if isinstance(plan, dict):
+            light["plan"] = dict(plan)
+            lists += [(light["plan"], "runtimeEvents"), (light["plan"], "replayRuntimeEvents")]
+        texts = self._texts
+        for holder, key in lists:
+            events = holder.get(key)
+            if not isinstance(events, list) or not events:
+                continue
+            if all(self._text(event) in texts for event in events):
+                holder[key] = []
+            else:
+                unchecked += events
+        return light, unchecked
+
+
+CHECKED_EVENTS = CheckedEvents()
+# The commands whose requests and results carry RuntimeEvents where the protocol schemas say so.
+_EVENTS_SENT = frozenset(("phase0.plan", "phase0.store.append", "phase0.store.read", "phase0.store.plan"))
 
 
 def _without_echoes(cmd: str, result: Any, fields: Mapping[str, Any]) -> Any:
@@ -506,13 +579,21 @@ def _hello_problem(hello: Any) -> str | None:
 
 
 # ``python -m`` and ``-c`` put the working directory first on sys.path, where a user's own module could
-# shadow the kit's; the child drops that entry before it imports anything of ours.
-_REFERENCE_BOOT = "import sys; del sys.path[0]; from resumekit.reference.__main__ import main; sys.exit(main())"
+# shadow the kit's; the child replaces that entry with the folder the kit itself was imported from
+# before it imports anything of ours. The reference needs the standard library alone, so the child
+# skips ``site`` (-S): processing the environment's .pth files was nearly half of an interpreter's
+# start, and the crash schedule starts the reference once per kill.
+_REFERENCE_BOOT = (
+    "import sys; sys.path[0] = {root!r}; from resumekit.reference.__main__ import main; sys.exit(main())"
+)
 
 
 def reference_argv() -> list[str]:
     """The command that runs the bundled reference as a protocol server, never importing from the cwd."""
-    return [sys.executable, "-c", _REFERENCE_BOOT]
+    import resumekit.reference
+
+    root = str(Path(resumekit.reference.__file__).resolve().parent.parent.parent)
+    return [sys.executable, "-S", "-c", _REFERENCE_BOOT.format(root=root)]
 
 
 def _package_env() -> dict[str, str]:

@@ -689,6 +689,7 @@ def _runners(
         adapter_spec=arguments.adapter,
         on_kill=on_kill,
         power=power,
+        jobs=arguments.jobs,
     )
     # The P1 harness brings the control plane, an HTTP server and SQLite: only `run` loads it.
     from resumekit.conformance.p1 import harness

@@ -1,7 +1,8 @@
 """Golden fixtures as pytest items, so an implementer can certify a runtime inside their own pytest run.
 
 Inert until asked: nothing is collected unless ``--resumekit`` (or ``--resumekit-adapter``) is given.
-Each case becomes an item whose name is the fixture id and whose failure points at its YAML line. This
+Each case becomes an item whose name is the fixture id and whose failure points at its YAML line. Under
+pytest-xdist every worker opens its own implementation and all of them share the controller's seed. This
 entry module only declares the options: the machinery (the runner, the schemas, YAML) is imported when
 a run asks for it, so the plugin costs every other pytest run next to nothing.
 """
@@ -42,6 +43,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from resumekit.conformance import _pytest_golden
 
         _pytest_golden.configure(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Under pytest-xdist: every worker gets the controller's seed, so one run has one crash schedule."""
+    if _active(node.config):
+        from resumekit.conformance import _pytest_golden
+
+        _pytest_golden.configure_node(node)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

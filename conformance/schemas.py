@@ -137,3 +137,53 @@ def _closest_branch(error: ValidationError) -> ValidationError:
 def first_violation(uri: str, instance: Any, *, exact_integers: bool = False) -> SchemaViolation | None:
     """The most relevant violation of schema *uri* by *instance*, or None when it is valid."""
     return next(violations(uri, instance, exact_integers=exact_integers), None)
+
+
+@cache
+def _branches(uri: str, key: str) -> dict[str, str] | None:
+    """For a schema whose ``oneOf`` branches each fix *key* with ``const``: each value's branch, by URI.
+
+    None unless every branch is a local ``$ref`` whose target requires *key* and fixes it.
+    """
+    schema = registry().contents(uri)
+    found: dict[str, str] = {}
+    for branch in schema.get("oneOf", ()):
+        target = branch.get("$ref", "") if isinstance(branch, dict) else ""
+        if not target.startswith("#/$defs/") or len(branch) != 1:
+            return None
+        definition = schema.get("$defs", {}).get(target[len("#/$defs/") :], {})
+        value = definition.get("properties", {}).get(key, {}).get("const")
+        if not isinstance(value, str) or key not in definition.get("required", ()) or value in found:
+            return None
+        found[value] = uri + target
+    return found or None
+
+
+def passes_discriminated(uri: str, key: str, instance: Any) -> bool:
+    """Whether *instance* is valid against *uri*, checking only the ``oneOf`` branch its *key* selects.
+
+    The same verdict as a full check: every other branch fixes *key* to another value, so it fails,
+    and ``oneOf`` holds exactly when the selected branch does. The rest of the schema (``oneOf`` taken
+    away) is checked too. Falls back to the full check wherever that reasoning does not apply.
+    """
+    branches = _branches(uri, key)
+    value = instance.get(key) if isinstance(instance, dict) else None
+    selected = branches.get(value) if branches and isinstance(value, str) else None
+    if selected is None:
+        return validator(uri).is_valid(instance)
+    return _without_one_of(uri).is_valid(instance) and _referring(selected).is_valid(instance)
+
+
+@cache
+def _referring(uri: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator({"$ref": uri}, registry=registry())
+
+
+@cache
+def _without_one_of(uri: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    schema = {k: v for k, v in registry().contents(uri).items() if k != "oneOf"}
+    return Draft202012Validator(schema, registry=registry())

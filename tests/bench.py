@@ -107,6 +107,86 @@ def crash_cycle(repeats: int) -> None:
     print(f"  one crash cycle:                       {cycle * 1e3:7.1f} ms   {cycle / floor:.2f}x the floor")
 
 
+def kill_cycle(kills: int, repeats: int) -> None:
+    """One kill of the random crash schedule against its floor: two bare interpreter starts.
+
+    A kill cycle starts the implementation (an interpreter), kills it, and the next cycle starts it
+    again; two bare starts of the same interpreter are the least a cycle of any Python implementation
+    could cost.
+    """
+    case = next(c for c in fixtures.load_suite().cases if c.kind == "schedule")
+    factory = process_factory("reference")
+    bare = best(max(repeats * 4, 20), lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+
+    def schedule() -> None:
+        result = crash.run_schedule(case, factory, "strict", seed=1, kills=kills, replay="")  # type: ignore[arg-type]
+        if result.outcome.value != "passed":
+            raise SystemExit(f"the schedule did not pass: {result.message}")
+
+    cycle = best(max(1, repeats // 2), schedule) / kills
+    floor = 2 * bare
+    print(f"random crash schedule, one job ({kills} kills, best of {max(1, repeats // 2)}):")
+    print(f"  floor, two bare interpreter starts: {floor * 1e3:6.1f} ms")
+    print(f"  one kill cycle:                     {cycle * 1e3:6.1f} ms   {cycle / floor:.2f}x the floor")
+
+
+def _ledger_rows(count: int) -> list[bytes]:
+    """JSON Lines of a realistic ledger: user text, thinking, a tool call and its result, an answer."""
+    rows = []
+    for index in range(count):
+        step = index % 5
+        if step == 0:
+            fields: dict[str, Any] = {"role": "user", "author": "user", "content": {"kind": "text", "text": "x" * 60}}
+        elif step == 1:
+            fields = {"role": "model", "author": "agent", "content": {"kind": "thinking", "text": "y" * 60}}
+        elif step == 2:
+            args = {"command": "ls -la", "cwd": "/work"}
+            content = {"kind": "function_call", "id": f"call-{index}", "name": "shell", "args": args}
+            fields = {"role": "model", "author": "agent", "content": content}
+        elif step == 3:
+            result = {"stdout": "a\nb\n", "code": 0}
+            content = {"kind": "function_response", "id": f"call-{index - 1}", "name": "shell", "result": result}
+            fields = {"role": "tool", "author": "tool", "content": content}
+        else:
+            fields = {"role": "model", "author": "agent", "content": {"kind": "text", "text": "z" * 60}}
+        event = minimal_event(id=f"evt-{index:07d}", ts=1767225600000 + index, **fields)
+        rows.append(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+    return rows
+
+
+def _plan_against_parse(rows: list[bytes], runs: int) -> tuple[float, float, float]:
+    """The best times to parse *rows*, to plan them with copies, and to plan them sharing the events."""
+    events = [json.loads(row) for row in rows]
+    timings: dict[str, list[float]] = {"parse": [], "copies": [], "shared": []}
+    for _ in range(runs):  # interleaved, so that a busy moment of the machine slows all three alike
+        for name, work in (
+            ("parse", lambda: [json.loads(row) for row in rows]),
+            ("copies", lambda: build_resume_plan(events)),
+            ("shared", lambda: build_resume_plan(events, share_events=True)),
+        ):
+            began = time.perf_counter()
+            work()
+            timings[name].append(time.perf_counter() - began)
+    return min(timings["parse"]), min(timings["copies"]), min(timings["shared"])
+
+
+def projection_curve(sizes: list[int], repeats: int) -> None:
+    """Planning a ledger against parsing its rows with json.loads, from 10k to 1M events."""
+    print("reference projection (strict) against json.loads of the same rows (best of each, interleaved):")
+    print(f"  {'events':>9} {'parse':>9} {'plan (copies)':>14} {'ratio':>6} {'plan (shared)':>14} {'ratio':>6}")
+    per_event: list[tuple[float, float, float]] = []
+    for size in sizes:
+        parse, copies, shared = _plan_against_parse(_ledger_rows(size), max(1, repeats if size <= 100_000 else 2))
+        per_event.append((parse / size, copies / size, shared / size))
+        print(f"  {size:>9} {parse * 1e3:7.0f} ms {copies * 1e3:11.0f} ms {copies / parse:5.2f}x "
+              f"{shared * 1e3:11.0f} ms {shared / parse:5.2f}x")  # fmt: skip
+    if len(per_event) > 1:
+        # The interpreter's own allocation grows faster than linearly on a large heap: json.loads too.
+        spreads = [max(column) / min(column) for column in zip(*per_event, strict=True)]
+        print("  linearity, largest over smallest time per event (1.00x is exactly linear): "
+              f"parse {spreads[0]:.2f}x, plan (copies) {spreads[1]:.2f}x, plan (shared) {spreads[2]:.2f}x")  # fmt: skip
+
+
 def appends(rows: int, repeats: int) -> None:
     event = minimal_event(content={"kind": "text", "text": "x" * 80})
     row = encode_row(event)
@@ -318,9 +398,10 @@ def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, A
         began = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - began
-        if done.returncode != 0:
+        # 3: every selected case passed, in a run that selects some kinds only (Phase 0 alone, say).
+        if done.returncode not in (0, 3):
             print(done.stdout[-3000:], done.stderr[-3000:])
-            raise SystemExit(f"the certification at --jobs {jobs} did not certify")
+            raise SystemExit(f"the certification at --jobs {jobs} did not pass")
         return wall, json.loads(report.read_text(encoding="utf-8"))
 
 
@@ -353,6 +434,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-full", action="store_true", help="certify Phase 0 only (the full run takes minutes)")
+    parser.add_argument("--kills", type=int, default=40, help="kills of the schedule timed for the kill cycle")
+    parser.add_argument(
+        "--sizes", default="10000,100000,1000000", help="ledger sizes of the projection curve, comma-separated"
+    )
     arguments = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpu(s)\n")
     decisions(arguments.repeats)
@@ -360,6 +445,10 @@ def main() -> None:
     crash_cycle(arguments.repeats)
     print()
     start_to_hello(arguments.repeats)
+    print()
+    kill_cycle(arguments.kills, arguments.repeats)
+    print()
+    projection_curve([int(size) for size in arguments.sizes.split(",")], arguments.repeats)
     print()
     appends(arguments.rows, arguments.repeats)
     print()

@@ -80,3 +80,28 @@ def test_crash_cases_run_through_a_process_adapter_with_a_seeded_schedule(run) -
     )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*crash schedule seed 5*", "*crash-schedule.yaml::random-crash-schedule PASSED*"])
+
+
+def test_under_xdist_every_golden_item_runs_once_with_one_seed(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("xdist")
+    select = ("-k", "prefix or crash-p or corrupt-first-row or random-crash-schedule")
+    collected = run("--resumekit-adapter", "reference", *select, "--collect-only", "-q")
+    expected = sorted(line for line in collected.stdout.lines if "::" in line)
+    assert len(expected) > 10, collected.stdout.str()
+    junit = tmp_path / "junit.xml"
+    result = run(
+        "--resumekit-adapter", "reference", "--resumekit-kills", "4", *select,
+        "-p", "xdist", "-n", "2", "-rA", f"--junitxml={junit}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=len(expected))
+    ran = sorted(line.split(" ", 1)[1] for line in result.stdout.lines if line.startswith("PASSED "))
+    assert ran == expected, "every golden item ran exactly once"
+    import xml.etree.ElementTree as ElementTree
+
+    cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
+    assert sorted(case.get("name", "") for case in cases) == sorted(line.split("::")[-1] for line in expected)
+    # The schedule ran on a worker with the seed the controller chose and printed, not one of its own.
+    [header] = [line for line in result.stdout.lines if "crash schedule seed" in line]
+    [schedule] = [case for case in cases if case.get("name") == "random-crash-schedule"]
+    used = [prop.get("value") for prop in schedule.iter("property") if prop.get("name") == "seed"]
+    assert used == [header.rsplit("seed ", 1)[1].strip()], (header, used)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -273,7 +274,8 @@ def test_the_reference_survives_a_short_schedule_of_power_cuts() -> None:
         case, _factory(None), "strict", seed=5, kills=6, replay="", power=powerloss.PowerLoss()  # type: ignore[arg-type]
     )
     assert result.outcome is Outcome.PASSED, result.message
-    assert "6 kills and power cuts (" in (result.message or "")
+    assert re.match(r"6 kills( over \d+ ledgers)? and power cuts \(", result.message or ""), result.message
+    assert result.fault_model == powerloss.FAULT_MODEL
 
 
 @pytest.mark.skipif(sys.platform == "linux", reason="elsewhere than Linux the layer names the system")

@@ -494,3 +494,15 @@ def test_a_pure_2_failure_names_the_first_differing_pointer_with_both_values() -
     [extra] = compare_determinism({"a/b": [1]}, {"a/b": [1, 2]})
     assert (extra.pointer, extra.expected, extra.actual) == ("/a~1b/1", "<absent>", 2)
     assert compare_determinism(first, dict(first)) == []
+
+
+def test_events_of_other_mapping_types_are_copied_too() -> None:
+    # The fast copy takes plain dicts only; any other Mapping goes through the general copy.
+    import types
+
+    events = [user(), call("evt-call"), response("evt-response")]
+    frozen = [types.MappingProxyType(event) for event in events]
+    plan = build_resume_plan(frozen)
+    assert canonical_json(plan) == canonical_json(build_resume_plan(events))
+    assert all(type(event) is dict for event in plan["runtimeEvents"])
+    assert plan["replayRuntimeEvents"][1] is plan["runtimeEvents"][1]  # one copy serves both lists

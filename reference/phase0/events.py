@@ -7,7 +7,10 @@ the same verdicts. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: the adapter process opens a store sooner
+if TYPE_CHECKING:
+    from typing import Any
 
 IDENTITY_FIELDS = ("id", "invocationId", "runId", "sessionId", "turnId")
 REQUIRED = (*IDENTITY_FIELDS, "ts", "partial", "role", "author")

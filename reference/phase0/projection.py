@@ -3,8 +3,9 @@
 # Everything that decides what a resume may do lives here; this module knows nothing of files,
 # processes or the clock. It reads a sequence of RuntimeEvents (the committed prefix a store
 # reopened, docs/spec/phase0.md section 1) and answers with a ResumePlan (section 3). It never
-# changes its input (PURE-1), and every list or object it returns is a fresh copy, unless the
+# changes its input (PURE-1), and nothing it returns shares an object with its input, unless the
 # caller asks it to share the event objects (`share_events`, for a caller that serialises at once).
+# A plan's two event lists hold the same copy of each replayed event.
 #
 # The rules, in the order the functions below apply them:
 #
@@ -38,7 +39,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import marshal
+from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Final, Literal, NamedTuple
 
 __all__ = [
@@ -164,38 +167,105 @@ def _event_id(position: int, event: Mapping[str, Any]) -> str:
     return event_id
 
 
-def _tool_fact(position: int, event: Mapping[str, Any]) -> _ToolFact | None:
-    """The tool fact a non-partial event carries, or None for every other event (EVT-2)."""
-    content = event.get("content")
-    if not isinstance(content, Mapping) or content.get("kind") not in TOOL_FACT_KINDS:
-        return None
+def _tool_fact(position: int, event: Mapping[str, Any], content: Mapping[str, Any]) -> _ToolFact:
+    """The tool fact of a non-partial event whose *content* is a function call or response (EVT-2)."""
     kind = str(content["kind"])
     call_id, name = content.get("id"), content.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         raise ValueError(
             f"{kind} at position {position} has an unreadable tool-call id {call_id!r} or name {name!r} (EVT-2)"
         )
+    # position, event_id, kind, call_id, name, args, is_error (positional: keywords cost a third more)
     return _ToolFact(
-        position=position,
-        event_id=_event_id(position, event),
-        kind=kind,
-        call_id=call_id,
-        name=name,
-        args=content.get("args"),
-        is_error=content.get("isError") is True,
+        position, _event_id(position, event), kind, call_id, name, content.get("args"), content.get("isError") is True
     )
 
 
-def _tool_facts(events: Sequence[Mapping[str, Any]]) -> list[_ToolFact]:
-    """Every tool fact of the prefix, in order; partial events are skipped (EVT-4)."""
+class _Scan(NamedTuple):
+    """What one pass over the prefix finds: everything later steps need, so no step reads it again."""
+
+    facts: list[_ToolFact]
+    partial: list[int]  # positions of the partial events (EVT-4), which the replay leaves out
+    duplicate_ids: dict[int, dict[str, Any]]  # STRICT-1, by position
+    identity_conflicts: dict[int, dict[str, Any]]  # STRICT-5, by position
+    terminal_position: int  # of the first terminal non-partial event, or len(events) (STRICT-6)
+    terminal_id: str
+
+
+def _scan(events: Sequence[Mapping[str, Any]], *, strict: bool) -> _Scan:
+    """One pass over the prefix, the hot loop of the projection: its cost is what planning a long ledger costs.
+
+    The per-event rules are written out here rather than called (a call per event and rule was most of
+    the time of planning); each is the rule named in its comment, as the functions above state it.
+    """
     facts: list[_ToolFact] = []
+    partial: list[int] = []
+    duplicate_ids: dict[int, dict[str, Any]] = {}
+    identity_conflicts: dict[int, dict[str, Any]] = {}
+    first_position_by_event_id: dict[str, int] = {}
+    run_identity: tuple[Any, ...] | None = None
+    terminal_position, terminal_id = len(events), ""
+    identity_of, tool_kinds = _identity_getter, TOOL_FACT_KINDS
     for position, event in enumerate(events):
-        if is_partial_event(event):
+        if is_partial_event(event):  # EVT-4: never a fact
+            partial.append(position)
             continue
-        fact = _tool_fact(position, event)
-        if fact is not None:
+        content = event.get("content")
+        # EVT-2 (a dict tested first: the abstract Mapping check costs more than the rest of the rule)
+        if (type(content) is dict or isinstance(content, Mapping)) and content.get("kind") in tool_kinds:
+            fact = _tool_fact(position, event, content)
             facts.append(fact)
-    return facts
+        if not strict:
+            continue
+        event_id = event.get("id")
+        if not isinstance(event_id, str):
+            event_id = _event_id(position, event)  # raises: EVT-1
+        # STRICT-1: an event id used twice.
+        first_position = first_position_by_event_id.setdefault(event_id, position)
+        if first_position != position:
+            duplicate_ids[position] = _duplicate_event_id(event_id, first_position, position)
+        # STRICT-5: every event belongs to the run of the first non-partial event.
+        identity = identity_of(event)
+        if run_identity is None:
+            run_identity = identity
+        elif identity != run_identity:
+            identity_conflicts[position] = _identity_conflict(event_id, run_identity, identity)
+        # EVT-3, for STRICT-6: the first terminal event.
+        if not terminal_id and is_terminal_event(event):
+            terminal_position, terminal_id = position, event_id
+    return _Scan(
+        facts, partial, duplicate_ids, identity_conflicts, terminal_position, terminal_id
+    )
+
+
+def _identity_getter(event: Mapping[str, Any]) -> tuple[Any, ...]:
+    try:
+        return _IDENTITY(event)  # type: ignore[no-any-return]
+    except (KeyError, TypeError):  # a field missing (the schema requires them all): read it as None
+        return tuple(event.get(field) for field in RUN_IDENTITY_FIELDS)
+
+
+_IDENTITY = itemgetter(*RUN_IDENTITY_FIELDS)
+
+
+def _duplicate_event_id(event_id: str, first_position: int, position: int) -> dict[str, Any]:
+    return _diagnostic(
+        DUPLICATE_EVENT_ID,
+        f"event id {event_id!r} at position {position} was already used at position {first_position}",
+        event_id=event_id,
+        detail={"firstPosition": first_position, "position": position},
+    )
+
+
+def _identity_conflict(event_id: str, expected: tuple[Any, ...], actual: tuple[Any, ...]) -> dict[str, Any]:
+    run_identity = dict(zip(RUN_IDENTITY_FIELDS, expected, strict=True))
+    identity = dict(zip(RUN_IDENTITY_FIELDS, actual, strict=True))
+    return _diagnostic(
+        RUN_IDENTITY_CONFLICT,
+        f"event {event_id!r} belongs to run identity {identity!r}, not to {run_identity!r} of the first event",
+        event_id=event_id,
+        detail={"expected": _copied(run_identity), "actual": _copied(identity)},
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,7 +298,7 @@ def _project(facts: Sequence[_ToolFact]) -> dict[str, dict[str, Any]]:
 
 def project_tool_operations(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Project the committed prefix onto its ToolOperations (OP-1 to OP-5), in call order."""
-    return list(_project(_tool_facts(events)).values())
+    return list(_project(_scan(events, strict=False).facts).values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,119 +392,81 @@ def _response_diagnostics(
     return diagnostics
 
 
-def _run_identity(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {field: event.get(field) for field in RUN_IDENTITY_FIELDS}
+def _strict_diagnostics(scan: _Scan) -> list[dict[str, Any]]:
+    """STRICT-1 to STRICT-6, over non-partial events in event order, clause order within an event.
 
-
-def _strict_diagnostics(events: Sequence[Mapping[str, Any]], facts: Sequence[_ToolFact]) -> list[dict[str, Any]]:
-    """STRICT-1 to STRICT-6, over non-partial events in event order, clause order within an event."""
-    facts_by_position = {fact.position: fact for fact in facts}
+    STRICT-1 and STRICT-5 come from the scan; the tool-fact clauses are checked here, over the facts
+    alone, and each event's diagnostics are put together in clause order at the end.
+    """
     first_call: dict[str, _ToolFact] = {}
-    for call_fact in facts:
+    for call_fact in scan.facts:
         if call_fact.kind == FUNCTION_CALL:
             first_call.setdefault(call_fact.call_id, call_fact)
 
-    diagnostics: list[dict[str, Any]] = []
-    first_position_by_event_id: dict[str, int] = {}
+    tool_clauses: dict[int, list[dict[str, Any]]] = {}  # STRICT-2 to STRICT-4, by position
+    after_terminal: dict[int, dict[str, Any]] = {}  # STRICT-6, by position
     first_response: dict[str, _ToolFact] = {}
-    run_identity: dict[str, Any] | None = None
-    terminal_event_id: str | None = None
-
-    for position, event in enumerate(events):
-        if is_partial_event(event):
-            continue
-        event_id = _event_id(position, event)
-        fact = facts_by_position.get(position)
-
-        # STRICT-1: an event id used twice.
-        if event_id in first_position_by_event_id:
-            first_position = first_position_by_event_id[event_id]
-            diagnostics.append(
-                _diagnostic(
-                    DUPLICATE_EVENT_ID,
-                    f"event id {event_id!r} at position {position} was already used at position {first_position}",
-                    event_id=event_id,
-                    detail={"firstPosition": first_position, "position": position},
-                )
-            )
-        else:
-            first_position_by_event_id[event_id] = position
-
-        if fact is not None and fact.kind == FUNCTION_CALL:
+    for fact in scan.facts:
+        position, event_id = fact.position, fact.event_id
+        found = tool_clauses.setdefault(position, [])
+        if fact.kind == FUNCTION_CALL:
             # STRICT-2: a tool-call id called twice.
             first = first_call[fact.call_id]
             if first.position != position:
-                diagnostics.append(
-                    _diagnostic(
-                        DUPLICATE_TOOL_CALL,
-                        f"tool call {fact.call_id!r} ({fact.name!r}) is called again by event "
-                        f"{event_id!r}; its first call is event {first.event_id!r}",
-                        event_id=event_id,
-                        tool_call_id=fact.call_id,
-                        tool_name=fact.name,
-                    )
-                )
-        elif fact is not None:
+                found.append(_diagnostic(
+                    DUPLICATE_TOOL_CALL,
+                    f"tool call {fact.call_id!r} ({fact.name!r}) is called again by event "
+                    f"{event_id!r}; its first call is event {first.event_id!r}",
+                    event_id=event_id,
+                    tool_call_id=fact.call_id,
+                    tool_name=fact.name,
+                ))  # fmt: skip
+        else:
             # STRICT-3: a tool-call id answered twice.
             earlier = first_response.get(fact.call_id)
             if earlier is not None:
-                diagnostics.append(
-                    _diagnostic(
-                        DUPLICATE_TOOL_RESULT,
-                        f"tool call {fact.call_id!r} ({fact.name!r}) is answered again by event "
-                        f"{event_id!r}; its first result is event {earlier.event_id!r}",
-                        event_id=event_id,
-                        tool_call_id=fact.call_id,
-                        tool_name=fact.name,
-                    )
-                )
+                found.append(_diagnostic(
+                    DUPLICATE_TOOL_RESULT,
+                    f"tool call {fact.call_id!r} ({fact.name!r}) is answered again by event "
+                    f"{event_id!r}; its first result is event {earlier.event_id!r}",
+                    event_id=event_id,
+                    tool_call_id=fact.call_id,
+                    tool_name=fact.name,
+                ))  # fmt: skip
             else:
                 first_response[fact.call_id] = fact
             # STRICT-4: a response that comes before the first call it answers.
             call = first_call.get(fact.call_id)
             if call is not None and call.position > position:
-                diagnostics.append(
-                    _diagnostic(
-                        TOOL_RESULT_BEFORE_CALL,
-                        f"tool result {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes "
-                        f"before its call (event {call.event_id!r})",
-                        event_id=event_id,
-                        tool_call_id=fact.call_id,
-                        tool_name=fact.name,
-                    )
-                )
-
-        # STRICT-5: every event belongs to the run of the first non-partial event.
-        identity = _run_identity(event)
-        if run_identity is None:
-            run_identity = identity
-        elif identity != run_identity:
-            diagnostics.append(
-                _diagnostic(
-                    RUN_IDENTITY_CONFLICT,
-                    f"event {event_id!r} belongs to run identity {identity!r}, not to "
-                    f"{run_identity!r} of the first event",
-                    event_id=event_id,
-                    detail={"expected": _copied(run_identity), "actual": _copied(identity)},
-                )
-            )
-
-        # STRICT-6: no tool fact after the first terminal event.
-        if fact is not None and terminal_event_id is not None:
-            diagnostics.append(
-                _diagnostic(
-                    TOOL_FACT_AFTER_TERMINAL,
-                    f"{fact.kind} {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes after "
-                    f"terminal event {terminal_event_id!r}",
+                found.append(_diagnostic(
+                    TOOL_RESULT_BEFORE_CALL,
+                    f"tool result {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes "
+                    f"before its call (event {call.event_id!r})",
                     event_id=event_id,
                     tool_call_id=fact.call_id,
                     tool_name=fact.name,
-                    detail={"terminalEventId": terminal_event_id},
-                )
+                ))  # fmt: skip
+        # STRICT-6: no tool fact after the first terminal event.
+        if position > scan.terminal_position:
+            after_terminal[position] = _diagnostic(
+                TOOL_FACT_AFTER_TERMINAL,
+                f"{fact.kind} {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes after "
+                f"terminal event {scan.terminal_id!r}",
+                event_id=event_id,
+                tool_call_id=fact.call_id,
+                tool_name=fact.name,
+                detail={"terminalEventId": scan.terminal_id},
             )
-        if terminal_event_id is None and is_terminal_event(event):
-            terminal_event_id = event_id
 
+    diagnostics: list[dict[str, Any]] = []
+    for position in sorted({*scan.duplicate_ids, *tool_clauses, *scan.identity_conflicts, *after_terminal}):
+        if position in scan.duplicate_ids:
+            diagnostics.append(scan.duplicate_ids[position])
+        diagnostics.extend(tool_clauses.get(position, ()))
+        if position in scan.identity_conflicts:
+            diagnostics.append(scan.identity_conflicts[position])
+        if position in after_terminal:
+            diagnostics.append(after_terminal[position])
     return diagnostics
 
 
@@ -466,28 +498,31 @@ def _paired_call_ids(facts: Sequence[_ToolFact]) -> set[str]:
     return paired
 
 
-def _replay_events(
-    events: Sequence[Mapping[str, Any]], facts: Sequence[_ToolFact], copy: Callable[[Mapping[str, Any]], Any]
-) -> list[Any]:
-    paired = _paired_call_ids(facts)
-    facts_by_position = {fact.position: fact for fact in facts}
-    replay: list[Any] = []
-    for position, event in enumerate(events):
-        if is_partial_event(event):
-            continue
-        fact = facts_by_position.get(position)
-        if fact is not None and fact.call_id not in paired:
-            continue
-        replay.append(copy(event))
-    return replay
+def _replay_events(events: Sequence[Any], scan: _Scan) -> list[Any]:
+    """PLAN-9: the non-partial events, without the tool facts of unpaired tool-call ids.
+
+    *events* is the prefix or a copy of it, position for position.
+    """
+    paired = _paired_call_ids(scan.facts)
+    dropped = {fact.position for fact in scan.facts if fact.call_id not in paired}
+    dropped.update(scan.partial)
+    if not dropped:
+        return list(events)
+    return [event for position, event in enumerate(events) if position not in dropped]
 
 
-def _copy_event(event: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(_copied(event))
+def _copied_events(events: list[Mapping[str, Any]]) -> list[Any]:
+    """A deep copy of a list of JSON objects, made by the interpreter's own serialiser in one call.
 
-
-def _same_event(event: Mapping[str, Any]) -> Mapping[str, Any]:
-    return event
+    Copying was most of the time of planning a long ledger. marshal copies exactly the JSON types
+    (dict, list, str, int, float, bool, None; a tuple stays a tuple) and refuses anything else, which
+    then goes through the general copy below. Nothing is read or written outside memory (PURE-1).
+    """
+    try:
+        copied: list[Any] = marshal.loads(marshal.dumps(events))
+    except (ValueError, TypeError, RecursionError):  # a Mapping that is not a dict, or nesting too deep
+        return [dict(_copied(event)) for event in events]
+    return copied
 
 
 def _copied(value: Any) -> Any:
@@ -516,7 +551,8 @@ def build_resume_plan(
     Returns the wire ResumePlan (schemas/phase0/resume-plan.json). `expected_high_water` is the
     caller's `expectedRuntimeEventHighWater` (OFF-1). `profile="core"` applies the core clauses
     only; `"strict"` adds STRICT-1 to STRICT-7. The input is never changed. Nothing returned
-    shares an object with it, unless `share_events` is true: then `runtimeEvents` and
+    shares an object with it (`replayRuntimeEvents` holds the very copies that `runtimeEvents`
+    holds), unless `share_events` is true: then `runtimeEvents` and
     `replayRuntimeEvents` hold the input's own event objects, which saves copying them for a caller
     that serialises the plan at once and drops the input (the protocol server does).
     """
@@ -527,8 +563,9 @@ def build_resume_plan(
     ):
         raise TypeError(f"expected_high_water must be an int or None, not {expected_high_water!r}")
 
-    events = tuple(events)
-    facts = _tool_facts(events)
+    events = events if isinstance(events, (list, tuple)) else tuple(events)
+    scan = _scan(events, strict=profile == "strict")
+    facts = scan.facts
     operations_by_id = _project(facts)
     operations = list(operations_by_id.values())
     high_water = len(events)  # PLAN-1
@@ -539,7 +576,7 @@ def build_resume_plan(
         *_response_diagnostics(facts, operations_by_id),
     ]
     if profile == "strict":
-        diagnostics.extend(_strict_diagnostics(events, facts))
+        diagnostics.extend(_strict_diagnostics(scan))
 
     rejection_reasons = _rejection_reasons(diagnostics)
     requires_verification = any(op["status"] == INDETERMINATE for op in operations)  # PLAN-6
@@ -555,7 +592,9 @@ def build_resume_plan(
     }
     if requires_verification:
         plan["directive"] = INDETERMINATE_TOOL_RESULT_DIRECTIVE
-    copy = _same_event if share_events else _copy_event
-    plan["runtimeEvents"] = [copy(event) for event in events]  # PLAN-8
-    plan["replayRuntimeEvents"] = _replay_events(events, facts, copy)  # PLAN-9
+    # One copy of the prefix serves both lists: a replayed event is the same copied object in each,
+    # and neither list shares anything with the input.
+    runtime_events = list(events) if share_events else _copied_events(list(events))
+    plan["runtimeEvents"] = runtime_events  # PLAN-8
+    plan["replayRuntimeEvents"] = _replay_events(runtime_events, scan)  # PLAN-9
     return plan

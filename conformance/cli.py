@@ -375,13 +375,13 @@ KIT_SPEC_FILES = ("p1-control-plane.md",)
 # Clauses that bind an implementation but have no golden case yet, and why. `validate` reports them
 # apart from uncited clauses, and a test keeps this list exact, so it can only shrink on purpose.
 NOT_YET_COVERED = {
-    "JNL-7": "disk faults (ENOSPC, EIO) need failpoints that fail a write; they come with the P1 attack matrix",
-    "JNL-8": "an fsync error needs an injected disk fault; it comes with the P1 attack matrix",
+    "JNL-7": "disk faults (ENOSPC, EIO) need failpoints that fail a write, which no worker capability offers yet",
+    "JNL-8": "an fsync error needs an injected disk fault, which no worker capability offers yet",
     "KEY-3": "the reference's own key formula: other workers may use any key with the properties of KEY-1",
     "STORE-8": "needs two adapter processes on one run, which the protocol does not drive; the reference's tests "
     "run two writers on one run",
     "SCOPE-6": "needs one attempt served with two identities, which CP-5 forbids; a kit fault for it comes later",
-    "SCOPE-7": "needs a superseded attempt delivered again; it comes with the P1 attack matrix",
+    "SCOPE-7": "needs a superseded attempt delivered again; the duplicate-delivery scenarios do not reach it yet",
     "WRK-5": "needs a tool process that outlives a killed worker; it comes with the process-tree work",
 }
 

@@ -51,6 +51,7 @@ CAPABILITIES = (
     "p1.worker",
     "p1.journal",
     "p1.failpoint-any",
+    "p1.disk-faults",
 )
 
 

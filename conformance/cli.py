@@ -375,8 +375,6 @@ KIT_SPEC_FILES = ("p1-control-plane.md",)
 # Clauses that bind an implementation but have no golden case yet, and why. `validate` reports them
 # apart from uncited clauses, and a test keeps this list exact, so it can only shrink on purpose.
 NOT_YET_COVERED = {
-    "JNL-7": "disk faults (ENOSPC, EIO) need failpoints that fail a write, which no worker capability offers yet",
-    "JNL-8": "an fsync error needs an injected disk fault, which no worker capability offers yet",
     "KEY-3": "the reference's own key formula: other workers may use any key with the properties of KEY-1",
     "STORE-8": "needs two adapter processes on one run, which the protocol does not drive; the reference's tests "
     "run two writers on one run",

@@ -144,9 +144,17 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
 CaseRunner = Callable[[Case], CaseResult]
 
 
+def _step_capabilities(case: Case) -> tuple[str, ...]:
+    """Capabilities a scenario needs beyond its kind's, for what its steps ask of the worker."""
+    if isinstance(case, ScenarioCase) and any("diskFault" in step.get("start", {}) for step in case.steps):
+        return ("p1.disk-faults",)
+    return ()
+
+
 def missing_claims(case: Case, capabilities: Sequence[str], profiles: Sequence[str]) -> str | None:
     """Why the implementation's claims do not cover *case*, or None."""
-    missing = [c for c in REQUIRED_CAPABILITIES.get(case.kind, ()) if c not in capabilities]
+    needed = REQUIRED_CAPABILITIES.get(case.kind, ()) + _step_capabilities(case)
+    missing = [c for c in needed if c not in capabilities]
     if missing:
         return f"needs capabilities {missing}, which the implementation does not claim"
     if case.profile not in profiles:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import IO, Any
 
+    from resumekit.reference.p1.control import DiskFault
     from resumekit.reference.p1.worker import WorkerConfig
     from resumekit.reference.phase0.store import CorruptLedger, LedgerStore
 
@@ -45,6 +46,7 @@ CAPABILITIES = (
     "p1.worker",
     "p1.journal",
     "p1.failpoint-any",
+    "p1.disk-faults",
 )
 _STOP_JOIN_S = 60.0
 PROFILES = ("core", "strict")
@@ -230,6 +232,7 @@ class Harness:
     def _worker_start(self, request: dict[str, Any]) -> dict[str, Any]:
         config = _field(request, "config", dict)
         failpoint = _failpoint(request)
+        disk_fault = _disk_fault(request)
         marker = _field(request, "marker", str, required=False)
         if self._worker is not None and self._worker.control.exit_code is None:
             raise RequestError("a worker of this adapter is running; stop it first")
@@ -247,7 +250,7 @@ class Harness:
 
         worker_config = WorkerConfig(paths["controlPlaneUrl"], Path(paths["workspaceRoot"]), Path(paths["stateDir"]))
         self._worker = _RunningWorker(worker_config, failpoint, None if marker is None else Path(marker).absolute(),
-                                      settings)
+                                      settings, disk_fault)
         return {"pid": os.getpid()}
 
     def _worker_wait(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +311,23 @@ def _failpoint(request: dict[str, Any]) -> tuple[str, int] | None:
     return name, hit
 
 
+def _disk_fault(request: dict[str, Any]) -> DiskFault | None:
+    """The optional ``diskFault`` of p1.worker.start (capability p1.disk-faults)."""
+    from resumekit.reference.p1.control import DISK_ERRNOS, DISK_FILES, DISK_OPS, DiskFault
+
+    value = _field(request, "diskFault", dict, required=False)
+    if value is None:
+        return None
+    file, op, name, hit = value.get("file"), value.get("op"), value.get("errno"), value.get("hit", 1)
+    if file not in DISK_FILES or op not in DISK_OPS or name not in DISK_ERRNOS or not isinstance(hit, int) \
+            or isinstance(hit, bool) or hit < 1:
+        raise RequestError(
+            f"'diskFault' is {{\"file\": {'|'.join(DISK_FILES)}, \"op\": {'|'.join(DISK_OPS)}, "
+            f"\"errno\": {'|'.join(DISK_ERRNOS)}, \"hit\": int >= 1}}, not {value!r}"
+        )
+    return DiskFault(str(file), str(op), str(name), hit)
+
+
 class _RunningWorker:
     """One worker process's life inside the adapter: a thread running :class:`Worker`.
 
@@ -316,11 +336,11 @@ class _RunningWorker:
     """
 
     def __init__(self, config: WorkerConfig, failpoint: tuple[str, int] | None, marker: Path | None,
-                 settings: list[dict[str, Any]]) -> None:
+                 settings: list[dict[str, Any]], disk_fault: DiskFault | None = None) -> None:
         from resumekit.reference.p1.control import Control
         from resumekit.reference.p1.worker import Worker
 
-        self.control = Control(failpoint)
+        self.control = Control(failpoint, disk_fault)
         self.marker = marker
         self._marker_lock = threading.Lock()
         self._worker = Worker(config, self.control, settings)

@@ -11,6 +11,7 @@ The reference's passes of the golden scenarios themselves are `nox -s conformanc
 from __future__ import annotations
 
 import dataclasses
+import errno
 import shutil
 import threading
 from collections.abc import Iterator
@@ -24,7 +25,8 @@ import yaml
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.fixtures import SoakCase, load_suite
 from resumekit.conformance.p1 import checks, harness
-from resumekit.reference.p1.control import Control
+from resumekit.conformance.runner import missing_claims
+from resumekit.reference.p1.control import Control, DiskFault
 from tests.broken.workers import ATTACK_BUGS
 from tests.support import python_command, run_resumekit
 
@@ -157,6 +159,13 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKER_RESTART_RESUME",
         frozenset({"FPT-4", "PHASE-4"}),
     ),
+    # Taking the failed sync of result_pending for a success, the worker goes on to idle instead of
+    # exiting: the wait for its exit cites JNL-8.
+    "ignores-disk-errors": (
+        "p1-strict-disk-journal-fsync-eio-is-fatal",
+        "CHECKPOINT_DURABLE_WRITE",
+        frozenset({"JNL-8"}),
+    ),
 }
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
@@ -192,3 +201,24 @@ def test_every_failpoint_of_the_catalog_is_known_to_the_any_check() -> None:
     catalog = yaml.safe_load((golden_dir() / "p1" / "failpoints.yaml").read_text(encoding="utf-8"))
     assert all(checks.known_failpoint(point["name"]) for point in catalog["worker"])
     assert not checks.known_failpoint("after_lunch_row")
+
+
+def test_disk_fault_scenarios_are_not_claimed_without_the_capability() -> None:
+    disk = [c for c in load_suite().cases if "-disk-" in c.id]
+    assert {c.profile for c in disk} == {"core", "strict"} and len(disk) >= 4
+    claims = ("p1.worker", "p1.journal", "p1.failpoint-any")
+    for case in disk:
+        reason = missing_claims(case, claims, ("core", "strict"))
+        assert reason is not None and "p1.disk-faults" in reason, (case.id, reason)
+        assert missing_claims(case, (*claims, "p1.disk-faults"), ("core", "strict")) is None
+
+
+def test_a_disk_fault_fails_only_its_own_hit_of_its_own_operation() -> None:
+    control = Control(None, DiskFault("journal", "fsync", "EIO", 2))
+    control.disk("journal", "fsync")
+    control.disk("journal", "write")
+    control.disk("cache", "fsync")
+    with pytest.raises(OSError, match="injected: fsync #2 of the journal") as raised:
+        control.disk("journal", "fsync")
+    assert raised.value.errno == errno.EIO
+    control.disk("journal", "fsync")  # one hit only: the third passes

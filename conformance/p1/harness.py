@@ -212,6 +212,8 @@ class _Worker:
         self.transcript: list[str] = []
         self.settings: list[Mapping[str, Any]] = []
         self.claims_journal = False
+        self.disk_fault: Mapping[str, Any] | None = None  # armed on the current worker (p1.disk-faults)
+        self.exited = False
 
     def fail(self, message: str, *mismatches: Mismatch, outcome: Outcome = Outcome.FAILED) -> CaseResult:
         tail = self.adapter.stderr_tail() if self.adapter else ""
@@ -248,7 +250,7 @@ class _Worker:
             self.claims_journal = "p1.journal" in info.capabilities
         return self.adapter
 
-    def start(self, failpoint: Mapping[str, Any] | None) -> None:
+    def start(self, failpoint: Mapping[str, Any] | None, disk_fault: Mapping[str, Any] | None = None) -> None:
         self.ensure_adapter()
         self.count += 1
         self.name = f"w{self.count}"
@@ -267,6 +269,11 @@ class _Worker:
             self.armed = failpoint["name"]
         else:
             self.armed = None
+        self.disk_fault = None
+        if disk_fault:
+            fields["diskFault"] = {**disk_fault, "hit": disk_fault.get("hit", 1)}
+            self.disk_fault = fields["diskFault"]
+        self.exited = False
         pid = self.ask("p1.worker.start", **fields).get("pid")
         self._adopt(pid, "p1.worker.start")
         self.world.kill_current = self._kill_now
@@ -306,20 +313,29 @@ class _Worker:
             self.world.kill_event.clear()
             self._reap()
             return {"state": "killed"}
+        settling = wanted == "settled"
         while True:
             answer = self.ask("p1.worker.wait", timeoutMs=WAIT_SLICE_MS)
             state = answer.get("state")
             # "idle" counts only once the worker has seen the world as the kit last left it: a claim
             # answered without a task after the kit's last change (OUT-2).
-            fresh = wanted != "idle" or _empty_claim_since(self.control.log(), self.world.changed_at)
+            fresh = (wanted, state) not in (("idle", "idle"), ("settled", "idle")) or _empty_claim_since(
+                self.control.log(), self.world.changed_at
+            )
             if wanted == "blocked" and state == "idle" and self.world.until_unreached:
                 if _empty_claim_since(self.control.log(), self.world.changed_at):
                     raise _Unreached
                 time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
                 state = "running"
+            if wanted == "settled" and state in ("exited", "idle"):
+                wanted = str(state)
             if state == wanted and fresh:
                 if wanted == "blocked":
                     self._confirm_block(answer)
+                if wanted == "exited":
+                    self.exited = True
+                    if not settling:
+                        self._judge_exit(answer)
                 return answer
             if state == wanted:
                 # Idle, but before a claim that saw the kit's last change: the worker claims again
@@ -327,6 +343,12 @@ class _Worker:
                 time.sleep(0.01)
                 state = "running"
             if state != "running":
+                if wanted == "exited" and self.disk_fault is not None:
+                    raise _Abort(self.fail(
+                        f"after the injected disk error {_disk_text(self.disk_fault)} the worker went on to be "
+                        f"{state} instead of exiting: it took the failed operation for a success",
+                        Mismatch("/wait/state", "exited", answer, "JNL-8"),
+                    ))
                 raise _Abort(
                     self.fail(
                         f"waited for the worker to be {wanted}, it is {state}",
@@ -341,6 +363,16 @@ class _Worker:
                         outcome=Outcome.ERRORED,
                     )
                 )
+
+    def _judge_exit(self, answer: Mapping[str, Any]) -> None:
+        """An exit after an injected disk error is a fatal error's: a non-zero status (JNL-8)."""
+        code = answer.get("exitCode")
+        if self.disk_fault is not None and (not isinstance(code, int) or isinstance(code, bool) or code == 0):
+            raise _Abort(self.fail(
+                f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
+                f"{code!r}, not a non-zero one",
+                Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
+            ))
 
     def wait_any(self, deadline: float) -> str:
         """Wait until the worker is blocked at its failpoint or idle (a soak round): which of the two."""
@@ -657,6 +689,10 @@ def _tamper(world: _World) -> None:
             (path / "tampered-by-the-kit.txt").write_text("must never reach a result\n", encoding="utf-8")
 
 
+def _disk_text(fault: Mapping[str, Any]) -> str:
+    return f"({fault['errno']} from {fault['op']} #{fault['hit']} of the {fault['file']})"
+
+
 def run_scenario(case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None) -> CaseResult:
     """Build the scenario's world, run its steps against fresh worker processes, and judge."""
     return _run(case, factory, profile, case.steps, None, power=power)
@@ -721,7 +757,10 @@ def _drive(
     for index, step in enumerate(steps):
         ((verb, argument),) = step.items()
         if verb == "start":
-            worker.start(argument.get("failpoint"))
+            worker.start(argument.get("failpoint"), argument.get("diskFault"))
+        elif verb == "restart_if_exited":
+            if worker.exited:
+                worker.start(None)
         elif verb == "wait":
             worker.wait(argument, deadline)
             last_wait = argument

@@ -61,7 +61,8 @@ def _replace(source: Path, target: Path) -> None:
             time.sleep(0.02)
 
 
-def write_cache(state_dir: Path, row: Row, before_replace: Callable[[], None] = lambda: None) -> None:
+def write_cache(state_dir: Path, row: Row, before_replace: Callable[[], None] = lambda: None,
+                disk: Callable[[str, str], None] = lambda file, op: None) -> None:
     """Replace the cache of ``row.task_id`` atomically (CACHE-3).
 
     *before_replace* runs with the temporary written and synced and not yet renamed: the site of the
@@ -75,8 +76,10 @@ def write_cache(state_dir: Path, row: Row, before_replace: Callable[[], None] = 
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o644)
         try:
             view = memoryview(data)
+            disk("cache", "write")  # an injected disk error, where os.write would raise it
             while view:
                 view = view[os.write(fd, view):]
+            disk("cache", "fsync")
             sync_fd(fd)
         finally:
             os.close(fd)

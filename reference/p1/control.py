@@ -3,11 +3,25 @@ that ``p1.worker.wait`` reports (FPT-2, ADP-2, RESUME-5)."""
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 import time
 from typing import Any
 
-__all__ = ["Control", "StopRequested"]
+__all__ = ["DISK_ERRNOS", "DISK_FILES", "DISK_OPS", "Control", "DiskFault", "StopRequested"]
+
+DISK_FILES = ("journal", "cache")
+DISK_OPS = ("write", "fsync")
+DISK_ERRNOS = {"ENOSPC": errno.ENOSPC, "EIO": errno.EIO}
+
+
+class DiskFault:
+    """One injected disk error (capability p1.disk-faults): the *hit*-th *op* on *file* in this worker
+    process fails with *errno_name*."""
+
+    def __init__(self, file: str, op: str, errno_name: str, hit: int) -> None:
+        self.file, self.op, self.errno_name, self.hit = file, op, errno_name, hit
 
 
 class StopRequested(Exception):
@@ -15,8 +29,10 @@ class StopRequested(Exception):
 
 
 class Control:
-    def __init__(self, failpoint: tuple[str, int] | None = None) -> None:
+    def __init__(self, failpoint: tuple[str, int] | None = None, disk_fault: DiskFault | None = None) -> None:
         self._cond = threading.Condition()
+        self._disk_fault = disk_fault
+        self._disk_hits: dict[tuple[str, str], int] = {}
         self._armed = failpoint
         self._hits: dict[str, int] = {}
         self._total = 0  # every site reached, whatever its name: the hit count of the name "*"
@@ -40,6 +56,17 @@ class Control:
             self._cond.notify_all()
             while self._blocked == name:
                 self._cond.wait()
+
+    def disk(self, file: str, op: str) -> None:
+        """Count one *op* ("write" or "fsync") on *file* ("journal" or "cache"); raise the armed disk
+        error when this is its hit, as the operating system would report it (JNL-7, JNL-8)."""
+        with self._cond:
+            hit = self._disk_hits[(file, op)] = self._disk_hits.get((file, op), 0) + 1
+            fault = self._disk_fault
+            if fault is None or (fault.file, fault.op, fault.hit) != (file, op, hit):
+                return
+        code = DISK_ERRNOS[fault.errno_name]
+        raise OSError(code, f"{os.strerror(code)} (injected: {op} #{hit} of the {file})")
 
     def hits(self, name: str) -> int:
         with self._cond:

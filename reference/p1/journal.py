@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -196,8 +196,13 @@ def identity_of(values: Mapping[str, Any]) -> tuple[Any, ...]:
 class Journal:
     """One worker process's connection to the journal, with its settings recorded (ADP-3)."""
 
-    def __init__(self, state_dir: Path, settings: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, state_dir: Path, settings: list[dict[str, Any]] | None = None,
+                 disk: Callable[[str, str], None] = lambda file, op: None) -> None:
         self.path = state_dir / JOURNAL_NAME
+        # Called before each commit ("write") and after it ("fsync"): where an injected disk error
+        # surfaces as SQLite would report one, a failed write with the row rolled back, or a failed
+        # sync after the commit, when the row's state on disk is unknown (JNL-7, JNL-8).
+        self._disk = disk
         self._settings = settings if settings is not None else []
         self._lock = threading.Lock()
         existed = self.path.exists()
@@ -259,8 +264,10 @@ class Journal:
                 self._db.execute("BEGIN IMMEDIATE")
                 cursor = self._db.execute(sql, row)
                 seq = cursor.lastrowid
+                self._disk("journal", "write")
                 self._db.execute("COMMIT")
-            except sqlite3.Error as error:
+                self._disk("journal", "fsync")
+            except (sqlite3.Error, OSError) as error:
                 _rollback(self._db)
                 raise JournalError(f"journal write failed: {error}") from error
         assert seq is not None
@@ -274,8 +281,10 @@ class Journal:
                 self._db.execute(
                     "INSERT INTO recoveries (task_id, attempt, last_seq) VALUES (?, ?, ?)", (task_id, attempt, last_seq)
                 )
+                self._disk("journal", "write")
                 self._db.execute("COMMIT")
-            except sqlite3.Error as error:
+                self._disk("journal", "fsync")
+            except (sqlite3.Error, OSError) as error:
                 _rollback(self._db)
                 raise JournalError(f"journal write failed: {error}") from error
 

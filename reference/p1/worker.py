@@ -158,7 +158,7 @@ class Worker:
         root = self.config.workspace_root
         for name in remove_stale_workspaces(root, before_remove=lambda _: self._failpoint("cleanup_before_remove")):
             _log(f"removed the stale workspace {name}")
-        self._journal = Journal(self.config.state_dir, self.settings)
+        self._journal = Journal(self.config.state_dir, self.settings, disk=self.control.disk)
         remove_temporaries(self.config.state_dir)
         rows = self.journal.rows()
         rebuild(self.config.state_dir, rows)
@@ -250,7 +250,8 @@ class Worker:
         row = self.journal.append(values)
         attempt.rows.append(row)
         self._failpoint(f"after_{phase}_row")
-        write_cache(self.config.state_dir, row, before_replace=lambda: self._failpoint(f"before_{phase}_cache"))
+        write_cache(self.config.state_dir, row, before_replace=lambda: self._failpoint(f"before_{phase}_cache"),
+                    disk=self.control.disk)
         self._failpoint(f"after_{phase}_cache")
         return row
 
@@ -296,7 +297,8 @@ class Worker:
         row = self.journal.append(claimed)
         attempt.rows.append(row)
         self._failpoint("after_claimed_row")
-        write_cache(self.config.state_dir, row, before_replace=lambda: self._failpoint("before_claimed_cache"))
+        write_cache(self.config.state_dir, row, before_replace=lambda: self._failpoint("before_claimed_cache"),
+                    disk=self.control.disk)
         self._failpoint("after_claimed_cache")
         if conflict:
             self._conclude(attempt, "identity_conflict")  # SCOPE-6

@@ -285,6 +285,35 @@ class SynchronousNormal(_Tracked):
             super()._startup()
 
 
+class _ForgivingJournal(journal.Journal):
+    def append(self, values: Any) -> Row:
+        try:
+            return super().append(values)
+        except journal.JournalError:
+            # Takes the failed commit for done: the row it would have had, or the one a synced-late
+            # commit left behind.
+            rows = self.rows()
+            if rows and rows[-1].phase == values.get("phase") and rows[-1].task_id == values.get("task_id"):
+                return rows[-1]
+            return Row(rows[-1].seq + 1 if rows else 1, *(values.get(name) for name in journal._INSERTED))
+
+
+def _forgiving_cache(*args: Any, **kwargs: Any) -> None:
+    with contextlib.suppress(reference.CacheError):
+        _write_cache(*args, **kwargs)
+
+
+_write_cache = reference.write_cache
+
+
+class IgnoresDiskErrors(_Tracked):
+    """Takes a failed journal commit, cache write or fsync for a success and goes on (JNL-7, JNL-8)."""
+
+    def run(self) -> int:
+        with _patched(reference, "Journal", _ForgivingJournal), _patched(reference, "write_cache", _forgiving_cache):
+            return super().run()
+
+
 class ResumesInOldWorkspace(_Tracked):
     """Before the governed commit, resumes in the attempt's old workspace, which startup cleanup kept
     (RESUME-3, CLEAN-1)."""
@@ -367,6 +396,7 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
         TrustsTheCheckedType,
         "cleanup empties a directory swapped for a link after its check, through the link (CLEAN-4)",
     ),
+    "ignores-disk-errors": (IgnoresDiskErrors, "takes a failed journal commit or fsync for a success (JNL-7, JNL-8)"),
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,
         "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",

@@ -145,6 +145,13 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "RESULT_SUBMISSION_REPLAY_SAFE",
         frozenset({"FPT-4", "PHASE-4"}),
     ),
+    # No row is written for the finished task, so only the startup rebuild could repair its cache: the idle
+    # check finds it unlike the journal's last row (CACHE-4).
+    "skips-the-cache-rebuild": (
+        "p1-cache-of-a-finished-task-is-rebuilt-before-idle",
+        "RESUME_FROM_CHECKPOINT",
+        frozenset({"CACHE-4"}),
+    ),
     # Polling again, the attempt converges where it must end in receipt_not_visible.
     "polls-until-visible": (
         "p1-commit-delayed-visibility-reconciles",
@@ -192,3 +199,8 @@ def test_every_failpoint_of_the_catalog_is_known_to_the_any_check() -> None:
     catalog = yaml.safe_load((golden_dir() / "p1" / "failpoints.yaml").read_text(encoding="utf-8"))
     assert all(checks.known_failpoint(point["name"]) for point in catalog["worker"])
     assert not checks.known_failpoint("after_lunch_row")
+
+
+def test_a_tear_at_any_offset_keeps_fewer_bytes_than_the_cache() -> None:
+    assert [harness._torn_length(10, at) for at in (None, 0, 1, 9, 10, 99, -1, -10, -99)] == [5, 0, 1, 9, 9, 9, 9, 0, 0]
+    assert all(harness._torn_length(size, at) < size for size in (1, 2, 300) for at in range(-size - 1, size + 2))

@@ -553,28 +553,45 @@ def _world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[_Worl
         _files.remove(root)
 
 
-def _damage_cache(world: _World, task_id: str, how: str) -> None:
+def _torn_length(size: int, at: int | None) -> int:
+    """How many bytes of a cache of ``size`` bytes a tear at ``at`` keeps: always fewer than ``size``."""
+    if at is None:
+        return max(1, size // 2) if size > 1 else 0
+    kept = at if at >= 0 else size + at
+    return min(max(kept, 0), max(size - 1, 0))
+
+
+def _damage_cache(world: _World, task_id: str, how: str, at: int | None = None) -> None:
     tasks = world.state_dir / "tasks"
     path = tasks / f"{task_id}.json"
     tasks.mkdir(exist_ok=True)
+    status, current = evidence.read_cache(world.state_dir, task_id)
+    cache: dict[str, Any] = (
+        dict(current) if status == "ok" and isinstance(current, dict) else {"cache_version": 1, "task_id": task_id}
+    )
+    # A forged later phase: a worker that believes it skips a submission or a push the journal still owes.
+    ahead = dict(cache, phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
     if how == "missing":
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     elif how == "torn":
         data = path.read_bytes() if path.exists() else b'{"cache_version": 1, "phase": "claimed"}'
-        path.write_bytes(data[: max(1, len(data) // 2)])
+        path.write_bytes(data[: _torn_length(len(data), at)])
     elif how == "garbage":
         path.write_bytes(b"\x00\xffnot json at all")
-    elif how in ("stale", "newer"):
-        status, cache = evidence.read_cache(world.state_dir, task_id)
-        cache = dict(cache) if status == "ok" and isinstance(cache, dict) else {"cache_version": 1, "task_id": task_id}
-        if how == "stale":
-            cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
-        else:
-            cache.update(phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
+    elif how == "wrong_shape":
+        # JSON, but not the CACHE-1 shape: most columns missing, the phase ahead of the journal.
+        path.write_bytes(canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
+    elif how == "stale":
+        cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
         path.write_bytes(canonical_json(cache))
+    elif how == "newer":
+        path.write_bytes(canonical_json(ahead))
     elif how == "stray_tmp":
         (tasks / f".{task_id}.json.tmp").write_bytes(b'{"cache_version": 1, "phase": "result_submitted"')
+    elif how == "stray_tmp_newer":
+        # A whole, well-formed temporary that was never renamed: a worker never reads it as a cache (CACHE-4).
+        (tasks / f".{task_id}.json.tmp").write_bytes(canonical_json(ahead))
     if world.layer is not None:
         # The kit's own damage is durable at once: a later power cut must not quietly repair it.
         for entry in tasks.iterdir():
@@ -769,7 +786,7 @@ def _drive(
             control.set_state(case.tasks[argument["task"]]["task_id"], argument["to"])
             world.changed_at = len(control.log())
         elif verb == "damage_cache":
-            _damage_cache(world, case.tasks[argument["task"]]["task_id"], argument["how"])
+            _damage_cache(world, case.tasks[argument["task"]]["task_id"], argument["how"], argument.get("at"))
         elif verb == "plant":
             _plant(world, argument)
         elif verb == "tamper_workspace":

@@ -336,6 +336,14 @@ class IgnoresLostLease(_Tracked):
         return True
 
 
+class SkipsTheCacheRebuild(_Tracked):
+    """Writes a cache only with a new row: a damaged cache of a finished task stays damaged (CACHE-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "rebuild", lambda *_args, **_kwargs: []):
+            super()._startup()
+
+
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
@@ -366,6 +374,10 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "trusts-the-checked-type": (
         TrustsTheCheckedType,
         "cleanup empties a directory swapped for a link after its check, through the link (CLEAN-4)",
+    ),
+    "skips-the-cache-rebuild": (
+        SkipsTheCacheRebuild,
+        "leaves a damaged cache of a finished task as it is, never rebuilding it at startup (CACHE-4)",
     ),
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,

@@ -152,6 +152,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "RESUME_FROM_CHECKPOINT",
         frozenset({"CACHE-4"}),
     ),
+    # The reused result_pending carries attempt 1's key, not the key of attempt 2's identity.
+    "reuses-the-old-key": (
+        "p1-scope-identical-binding-may-reuse-the-pending-result",
+        "CHECKPOINT_SCOPE_ISOLATION",
+        frozenset({"KEY-1", "KEY-2", "SCOPE-3"}),
+    ),
     # Polling again, the attempt converges where it must end in receipt_not_visible.
     "polls-until-visible": (
         "p1-commit-delayed-visibility-reconciles",

@@ -561,7 +561,7 @@ def _torn_length(size: int, at: int | None) -> int:
     return min(max(kept, 0), max(size - 1, 0))
 
 
-def _damage_cache(world: _World, task_id: str, how: str, at: int | None = None) -> None:
+def _damage_cache(world: _World, task_id: str, how: str, at: int | None = None, sweep: bool = False) -> None:
     tasks = world.state_dir / "tasks"
     path = tasks / f"{task_id}.json"
     tasks.mkdir(exist_ok=True)
@@ -576,6 +576,8 @@ def _damage_cache(world: _World, task_id: str, how: str, at: int | None = None) 
             path.unlink()
     elif how == "torn":
         data = path.read_bytes() if path.exists() else b'{"cache_version": 1, "phase": "claimed"}'
+        if sweep and at is not None and at >= len(data):
+            raise _Unreached  # a tear sweep has visited every length short of the whole cache
         path.write_bytes(data[: _torn_length(len(data), at)])
     elif how == "garbage":
         path.write_bytes(b"\x00\xffnot json at all")
@@ -786,7 +788,8 @@ def _drive(
             control.set_state(case.tasks[argument["task"]]["task_id"], argument["to"])
             world.changed_at = len(control.log())
         elif verb == "damage_cache":
-            _damage_cache(world, case.tasks[argument["task"]]["task_id"], argument["how"], argument.get("at"))
+            task_id = case.tasks[argument["task"]]["task_id"]
+            _damage_cache(world, task_id, argument["how"], argument.get("at"), bool(argument.get("sweep")))
         elif verb == "plant":
             _plant(world, argument)
         elif verb == "tamper_workspace":
@@ -1062,6 +1065,12 @@ def _crash(failpoint: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 _CONVERGE: tuple[dict[str, Any], ...] = ({"start": {}}, {"wait": "idle"})
 
 
+def _tear_steps(case: MatrixCase, length: int) -> list[dict[str, Any]]:
+    """A kill at the sweep's failpoint, the cache torn to *length* bytes, then the restart (CACHE-4)."""
+    tear = {"task": case.task, "how": "torn", "at": length, "sweep": True}
+    return [*_crash({"name": case.tear, "hit": 1}), {"damage_cache": tear}, *_CONVERGE]
+
+
 def _any(hit: int) -> dict[str, Any]:
     return {"name": ANY_FAILPOINT, "hit": hit}
 
@@ -1093,6 +1102,8 @@ class _Matrix:
     def summary(self, started: float) -> str:
         kind = self.case.tasks[self.case.task]["kind"]
         text = f"{len(self.visited)} crash points visited for the {kind} task"
+        if self.case.tear:
+            text = f"{len(self.visited)} tears of the {kind} task's cache visited, after a kill at {self.case.tear}"
         if self.case.crashes == 2:
             text += f" ({self.firsts} first crashes, each followed by a crash at every point of its recovery path)"
         return text + f", {len(self.visited)} runs in {time.monotonic() - started:.0f} s"
@@ -1104,7 +1115,9 @@ def run_matrix(case: Any, factory: Factory, profile: str) -> CaseResult:
     assert isinstance(case, MatrixCase)
     started = time.monotonic()
     matrix = _Matrix(case, factory, profile)
-    if case.crashes == 1:
+    if case.tear:
+        done = _loop(matrix, lambda n: _tear_steps(case, n - 1), "tear")
+    elif case.crashes == 1:
         done = _loop(matrix, lambda n: [*_crash(_any(n)), *_CONVERGE], "first crash")
     else:
         done = _recovery_loops(matrix)

@@ -190,6 +190,7 @@ class MatrixCase(ScenarioCase):
     first: tuple[str, ...] = ()
     kit_points: tuple[str, ...] = ()
     limit: int = 200
+    tear: str | None = None  # a tear sweep of the cache after a kill at this failpoint (CACHE-4)
 
     kind = "p1-campaign"
 
@@ -1006,6 +1007,9 @@ def _p1_crash_matrix(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         if raw.get("first") and raw["crashes"] != 2:
             message = "'first' names the first crash of a two-crash matrix; set crashes: 2"
             raise file.error(message, f"{at}/first", raw["id"])
+        if raw.get("tear") and (raw["crashes"] != 1 or raw.get("kit_points")):
+            message = "a tear sweep kills once per run, at its own failpoint; set crashes: 1 and no kit_points"
+            raise file.error(message, f"{at}/tear", raw["id"])
         name = raw["task"]
         outcome: dict[str, Any] = {"final": "result_submitted", "state": "VERIFYING", "stored": True}
         if data["tasks"][name]["kind"] == "commit":
@@ -1028,6 +1032,7 @@ def _p1_crash_matrix(file: _File, data: dict[str, Any]) -> Iterator[Case]:
             first=tuple(raw.get("first", ())),
             kit_points=tuple(raw.get("kit_points", ())),
             limit=raw.get("limit", 200),
+            tear=raw.get("tear"),
         )
 
 

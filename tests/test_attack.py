@@ -147,6 +147,19 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "RESULT_SUBMISSION_REPLAY_SAFE",
         frozenset({"FPT-4", "PHASE-4"}),
     ),
+    # No row is written for the finished task, so only the startup rebuild could repair its cache: the idle
+    # check finds it unlike the journal's last row (CACHE-4).
+    "skips-the-cache-rebuild": (
+        "p1-cache-of-a-finished-task-is-rebuilt-before-idle",
+        "RESUME_FROM_CHECKPOINT",
+        frozenset({"CACHE-4"}),
+    ),
+    # The reused result_pending carries attempt 1's key, not the key of attempt 2's identity.
+    "reuses-the-old-key": (
+        "p1-scope-identical-binding-may-reuse-the-pending-result",
+        "CHECKPOINT_SCOPE_ISOLATION",
+        frozenset({"KEY-1", "KEY-2", "SCOPE-3"}),
+    ),
     # Polling again, the attempt converges where it must end in receipt_not_visible.
     "polls-until-visible": (
         "p1-commit-delayed-visibility-reconciles",
@@ -222,3 +235,8 @@ def test_a_disk_fault_fails_only_its_own_hit_of_its_own_operation() -> None:
         control.disk("journal", "fsync")
     assert raised.value.errno == errno.EIO
     control.disk("journal", "fsync")  # one hit only: the third passes
+
+
+def test_a_tear_at_any_offset_keeps_fewer_bytes_than_the_cache() -> None:
+    assert [harness._torn_length(10, at) for at in (None, 0, 1, 9, 10, 99, -1, -10, -99)] == [5, 0, 1, 9, 9, 9, 9, 0, 0]
+    assert all(harness._torn_length(size, at) < size for size in (1, 2, 300) for at in range(-size - 1, size + 2))

@@ -296,6 +296,16 @@ def reuse_checks(rows: Sequence[Row]) -> list[Mismatch]:
     return found
 
 
+def _reused_pending(rows: Sequence[Row], task_id: str, key: str) -> bool:
+    return any(
+        row["task_id"] == task_id
+        and row["phase"] == "result_pending"
+        and row["reused_from"] is not None
+        and row["idempotency_key"] == key
+        for row in rows
+    )
+
+
 def key_checks(ev: Evidence) -> list[Mismatch]:
     """KEY-2: every submission carries the key of its attempt's result_pending row, which result_submitted repeats."""
     found = []
@@ -313,6 +323,22 @@ def key_checks(ev: Evidence) -> list[Mismatch]:
                     pending[which],
                     submission["key"],
                     "a submission carried a key other than its result_pending row's",
+                )
+            )
+    # The journal sees what the control plane may not: a key written in result_pending but never sent, which
+    # a later attempt (reusing the row, or not) must not carry again (KEY-1, KEY-2).
+    holders: dict[tuple[str, str], list[int]] = {}
+    for (task_id, number), key in pending.items():
+        holders.setdefault((task_id, key), []).append(number)
+    for (task_id, key), numbers in sorted(holders.items()):
+        if len(numbers) > 1:
+            found.append(
+                _m(
+                    "KEY-2" if _reused_pending(ev.rows, task_id, key) else "KEY-1",
+                    f"/journal/{task_id}/result_pending/idempotency_key",
+                    "a different key per attempt; a reused result_pending carries the new attempt's key",
+                    {key: sorted(numbers)},
+                    "two attempts' result_pending rows hold the same key",
                 )
             )
     for row in ev.rows:

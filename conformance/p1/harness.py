@@ -585,28 +585,47 @@ def _world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[_Worl
         _files.remove(root)
 
 
-def _damage_cache(world: _World, task_id: str, how: str) -> None:
+def _torn_length(size: int, at: int | None) -> int:
+    """How many bytes of a cache of ``size`` bytes a tear at ``at`` keeps: always fewer than ``size``."""
+    if at is None:
+        return max(1, size // 2) if size > 1 else 0
+    kept = at if at >= 0 else size + at
+    return min(max(kept, 0), max(size - 1, 0))
+
+
+def _damage_cache(world: _World, task_id: str, how: str, at: int | None = None, sweep: bool = False) -> None:
     tasks = world.state_dir / "tasks"
     path = tasks / f"{task_id}.json"
     tasks.mkdir(exist_ok=True)
+    status, current = evidence.read_cache(world.state_dir, task_id)
+    cache: dict[str, Any] = (
+        dict(current) if status == "ok" and isinstance(current, dict) else {"cache_version": 1, "task_id": task_id}
+    )
+    # A forged later phase: a worker that believes it skips a submission or a push the journal still owes.
+    ahead = dict(cache, phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
     if how == "missing":
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     elif how == "torn":
         data = path.read_bytes() if path.exists() else b'{"cache_version": 1, "phase": "claimed"}'
-        path.write_bytes(data[: max(1, len(data) // 2)])
+        if sweep and at is not None and at >= len(data):
+            raise _Unreached  # a tear sweep has visited every length short of the whole cache
+        path.write_bytes(data[: _torn_length(len(data), at)])
     elif how == "garbage":
         path.write_bytes(b"\x00\xffnot json at all")
-    elif how in ("stale", "newer"):
-        status, cache = evidence.read_cache(world.state_dir, task_id)
-        cache = dict(cache) if status == "ok" and isinstance(cache, dict) else {"cache_version": 1, "task_id": task_id}
-        if how == "stale":
-            cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
-        else:
-            cache.update(phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
+    elif how == "wrong_shape":
+        # JSON, but not the CACHE-1 shape: most columns missing, the phase ahead of the journal.
+        path.write_bytes(canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
+    elif how == "stale":
+        cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
         path.write_bytes(canonical_json(cache))
+    elif how == "newer":
+        path.write_bytes(canonical_json(ahead))
     elif how == "stray_tmp":
         (tasks / f".{task_id}.json.tmp").write_bytes(b'{"cache_version": 1, "phase": "result_submitted"')
+    elif how == "stray_tmp_newer":
+        # A whole, well-formed temporary that was never renamed: a worker never reads it as a cache (CACHE-4).
+        (tasks / f".{task_id}.json.tmp").write_bytes(canonical_json(ahead))
     if world.layer is not None:
         # The kit's own damage is durable at once: a later power cut must not quietly repair it.
         for entry in tasks.iterdir():
@@ -808,7 +827,8 @@ def _drive(
             control.set_state(case.tasks[argument["task"]]["task_id"], argument["to"])
             world.changed_at = len(control.log())
         elif verb == "damage_cache":
-            _damage_cache(world, case.tasks[argument["task"]]["task_id"], argument["how"])
+            task_id = case.tasks[argument["task"]]["task_id"]
+            _damage_cache(world, task_id, argument["how"], argument.get("at"), bool(argument.get("sweep")))
         elif verb == "plant":
             _plant(world, argument)
         elif verb == "tamper_workspace":
@@ -1084,6 +1104,12 @@ def _crash(failpoint: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 _CONVERGE: tuple[dict[str, Any], ...] = ({"start": {}}, {"wait": "idle"})
 
 
+def _tear_steps(case: MatrixCase, length: int) -> list[dict[str, Any]]:
+    """A kill at the sweep's failpoint, the cache torn to *length* bytes, then the restart (CACHE-4)."""
+    tear = {"task": case.task, "how": "torn", "at": length, "sweep": True}
+    return [*_crash({"name": case.tear, "hit": 1}), {"damage_cache": tear}, *_CONVERGE]
+
+
 def _any(hit: int) -> dict[str, Any]:
     return {"name": ANY_FAILPOINT, "hit": hit}
 
@@ -1115,6 +1141,8 @@ class _Matrix:
     def summary(self, started: float) -> str:
         kind = self.case.tasks[self.case.task]["kind"]
         text = f"{len(self.visited)} crash points visited for the {kind} task"
+        if self.case.tear:
+            text = f"{len(self.visited)} tears of the {kind} task's cache visited, after a kill at {self.case.tear}"
         if self.case.crashes == 2:
             text += f" ({self.firsts} first crashes, each followed by a crash at every point of its recovery path)"
         return text + f", {len(self.visited)} runs in {time.monotonic() - started:.0f} s"
@@ -1126,7 +1154,9 @@ def run_matrix(case: Any, factory: Factory, profile: str) -> CaseResult:
     assert isinstance(case, MatrixCase)
     started = time.monotonic()
     matrix = _Matrix(case, factory, profile)
-    if case.crashes == 1:
+    if case.tear:
+        done = _loop(matrix, lambda n: _tear_steps(case, n - 1), "tear")
+    elif case.crashes == 1:
         done = _loop(matrix, lambda n: [*_crash(_any(n)), *_CONVERGE], "first crash")
     else:
         done = _recovery_loops(matrix)

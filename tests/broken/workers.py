@@ -365,6 +365,35 @@ class IgnoresLostLease(_Tracked):
         return True
 
 
+class SkipsTheCacheRebuild(_Tracked):
+    """Writes a cache only with a new row: a damaged cache of a finished task stays damaged (CACHE-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "rebuild", lambda *_args, **_kwargs: []):
+            super()._startup()
+
+
+class ReusesTheOldKey(_Tracked):
+    """Reuses an earlier attempt's result_pending row with that attempt's key instead of its own (SCOPE-3, KEY-2)."""
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        first = attempt.first
+        earlier = [
+            row
+            for group in attempts(self.journal.rows())
+            if group[0].task_id == first.task_id
+            and group[0].attempt < first.attempt
+            and group[0].binding == first.binding
+            for row in group
+            if row.phase == "result_pending"
+        ]
+        if not earlier:
+            return super()._reuse(attempt)
+        old_key = max(earlier, key=lambda row: row.seq).idempotency_key
+        with _patched(reference, "idempotency_key", lambda *_args: old_key):
+            return super()._reuse(attempt)
+
+
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
@@ -397,6 +426,14 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
         "cleanup empties a directory swapped for a link after its check, through the link (CLEAN-4)",
     ),
     "ignores-disk-errors": (IgnoresDiskErrors, "takes a failed journal commit or fsync for a success (JNL-7, JNL-8)"),
+    "skips-the-cache-rebuild": (
+        SkipsTheCacheRebuild,
+        "leaves a damaged cache of a finished task as it is, never rebuilding it at startup (CACHE-4)",
+    ),
+    "reuses-the-old-key": (
+        ReusesTheOldKey,
+        "reuses an earlier attempt's result_pending with that attempt's key, not its own (SCOPE-3, KEY-2)",
+    ),
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,
         "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",

@@ -73,6 +73,15 @@ def read_bytes(root: Path, path: Path) -> bytes:
     return data
 
 
+def sync_path(path: Path) -> None:
+    """fsync a file or a directory by its path (POSIX: Windows cannot open a directory to sync it)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def scratch(prefix: str) -> Path:
     """A fresh, empty directory of the kit's own."""
     return Path(tempfile.mkdtemp(prefix=f"resumekit-{prefix}-"))

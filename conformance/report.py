@@ -292,13 +292,37 @@ def format_result(result: CaseResult, golden_root: str = "") -> str:
     return "\n".join(lines)
 
 
+def profile_run(run: Run) -> str:
+    """The profile the run asked for, and whether the implementation claims it."""
+    not_claimed = run.verdict.not_claimed_profile
+    return run.profile + (f" ({not_claimed} asked for, not claimed)" if not_claimed else "")
+
+
+def headline(run: Run) -> str:
+    """The verdict's first words; one shard certifies nothing alone, so a shard says only how it went."""
+    if run.shard is None:
+        return run.verdict.headline
+    total = run.counts
+    failing = total["failed"] + total["errored"] + total["skipped"]
+    return f"SHARD {run.shard.index}/{run.shard.count} {'FAILED' if failing else 'PASSED'} (merge every shard)"
+
+
+def counts_text(run: Run) -> str:
+    """The run's counts and duration, as the verdict line states them."""
+    total = run.counts
+    return (
+        f"{total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
+        f"{total['skipped']} skipped, {total['not_claimed']} not claimed"
+        + (f", {total['not_run']} not run" if total.get("not_run") else "")
+        + f" in {run.duration:.2f} s"
+    )
+
+
 def format_summary(run: Run) -> str:
     """The table at the end of a run."""
     info = run.implementation
     verdict = run.verdict
-    profile = run.profile
-    if verdict.not_claimed_profile:
-        profile += f" ({verdict.not_claimed_profile} asked for, not claimed)"
+    profile = profile_run(run)
     lines = [
         "",
         f"implementation: {info.name} {info.version} ({info.language or 'unknown language'}) via {info.adapter}",
@@ -332,17 +356,7 @@ def format_summary(run: Run) -> str:
         lines.append(f"expected failures (listed in the expectations file): {', '.join(verdict.known_failures)}")
     if verdict.unexpected_passes:
         lines.append(f"unexpected passes (listed as failing, passed): {', '.join(verdict.unexpected_passes)}")
-    headline = verdict.headline
-    if run.shard is not None:  # one shard certifies nothing alone
-        failing = total["failed"] + total["errored"] + total["skipped"]
-        headline = f"SHARD {run.shard.index}/{run.shard.count} {'FAILED' if failing else 'PASSED'} (merge every shard)"
-    lines += [
-        "",
-        f"{headline}: {total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
-        f"{total['skipped']} skipped, {total['not_claimed']} not claimed"
-        + (f", {total['not_run']} not run" if total.get("not_run") else "")
-        + f" in {run.duration:.2f} s",
-    ]
+    lines += ["", f"{headline(run)}: {counts_text(run)}"]
     lines += [f"  {reason}" for reason in verdict.reasons]
     not_run = [r for r in run.results if r.outcome is Outcome.NOT_RUN]
     if not_run and not any("not run" in reason for reason in verdict.reasons):

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
+from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, report
 from resumekit.conformance.fixtures import Case, DecisionCase
 from resumekit.conformance.phase0.check import expected_operations
 from resumekit.conformance.report import NO_MESSAGE_CHECKS, counts_by_kind, location
@@ -409,26 +409,18 @@ def _failing_case(result: CaseResult, case: Case | None, run: Run) -> str:
 def _headline(run: Run) -> tuple[str, str]:
     """The verdict's words, exactly as the text report prints them, and its style."""
     verdict = run.verdict
-    total = run.counts
-    headline = verdict.headline
     css = verdict.status
-    if run.shard is not None:  # one shard certifies nothing alone
-        failing = total["failed"] + total["errored"] + total["skipped"]
-        headline = f"SHARD {run.shard.index}/{run.shard.count} {'FAILED' if failing else 'PASSED'} (merge every shard)"
+    if run.shard is not None:
         css = "shard"
     elif verdict.certified and verdict.known_failures:
         css = "known"
-    return headline, css
+    return report.headline(run), css
 
 
 def _verdict_block(run: Run) -> str:
     verdict = run.verdict
-    total = run.counts
     headline, css = _headline(run)
-    counts = (
-        f"{total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
-        f"{total['skipped']} skipped, {total['not_claimed']} not claimed in {run.duration:.2f} s"
-    )
+    counts = report.counts_text(run)
     reasons = "".join(f"<li>{_e(reason)}</li>" for reason in verdict.reasons)
     return (
         f'<div class="verdict v-{_e(css)}" id="verdict"><p class="headline">{_e(headline)}</p>'
@@ -439,9 +431,7 @@ def _verdict_block(run: Run) -> str:
 def _facts(run: Run) -> str:
     info = run.implementation
     verdict = run.verdict
-    profile = run.profile
-    if verdict.not_claimed_profile:
-        profile += f" ({verdict.not_claimed_profile} asked for, not claimed)"
+    profile = report.profile_run(run)
     rows: list[tuple[str, str]] = [
         ("implementation", f"{info.name} {info.version} ({info.language or 'unknown language'}) via {info.adapter}"),
         ("claims", f"{', '.join(info.capabilities) or 'nothing'}; profiles {', '.join(info.profiles)}"),

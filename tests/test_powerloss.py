@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance import powerloss
+from resumekit.conformance import _files, powerloss
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.adapters import process_factory, split_command
 from resumekit.conformance.fixtures import Case, CrashCase, ScenarioCase, ScheduleCase, load_file
@@ -181,14 +181,6 @@ def layer(tmp_path: Path) -> Iterator[powerloss.PowerLayer]:
         mounted.stop()
 
 
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 @needs_fuse
 def test_a_cut_keeps_what_was_synced_and_drops_the_rest(layer: powerloss.PowerLayer) -> None:
     root = layer.mountpoint
@@ -197,17 +189,17 @@ def test_a_cut_keeps_what_was_synced_and_drops_the_rest(layer: powerloss.PowerLa
         handle.write(b"one\n")
         handle.flush()
         os.fsync(handle.fileno())
-        _sync(root / "runs")
-        _sync(root)
+        _files.sync_path(root / "runs")
+        _files.sync_path(root)
         handle.write(b"two\n")
     (root / "name-only").write_bytes(b"gone")  # its name is synced below, its data never
     cache = root / "cache"
     cache.write_bytes(b"old")
-    _sync(cache)
-    _sync(root)
+    _files.sync_path(cache)
+    _files.sync_path(root)
     fresh = root / "cache.tmp"
     fresh.write_bytes(b"new")
-    _sync(fresh)
+    _files.sync_path(fresh)
     fresh.replace(cache)  # the directory is not synced after the replace
     (root / "never-synced").write_bytes(b"gone")
     assert layer.durable(root / "runs" / "ledger") == b"one\n"
@@ -227,7 +219,7 @@ def test_sqlite_in_wal_mode_keeps_its_synced_commits(layer: powerloss.PowerLayer
     connection.execute("PRAGMA synchronous=FULL")
     connection.execute("CREATE TABLE t(x)")
     connection.commit()
-    _sync(layer.mountpoint)  # the database and its WAL are new names
+    _files.sync_path(layer.mountpoint)  # the database and its WAL are new names
     connection.execute("INSERT INTO t VALUES (1)")
     connection.commit()
     connection.close()

@@ -629,16 +629,8 @@ def _damage_cache(world: _World, task_id: str, how: str, at: int | None = None, 
     if world.layer is not None:
         # The kit's own damage is durable at once: a later power cut must not quietly repair it.
         for entry in tasks.iterdir():
-            _sync_path(entry)
-        _sync_path(tasks)
-
-
-def _sync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            _files.sync_path(entry)
+        _files.sync_path(tasks)
 
 
 def _plant(world: _World, spec: Mapping[str, Any]) -> None:

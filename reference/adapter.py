@@ -149,15 +149,15 @@ class Harness:
         return {"plan": self._project(events, request)}
 
     def _project(self, events: Any, request: dict[str, Any]) -> dict[str, Any]:
-        # The events were decoded for this request alone and the plan is serialised at once: share them.
+        # The plan holds the decoded events themselves (no copy): it is serialised at once.
         profile = _field(request, "profile", str, required=False)
         expected = _field(request, "expectedRuntimeEventHighWater", int, required=False)
         from resumekit.reference.phase0.projection import build_resume_plan
 
         if profile is None or profile == "strict":
-            return build_resume_plan(events, expected_high_water=expected, profile="strict", share_events=True)
+            return build_resume_plan(events, expected_high_water=expected, profile="strict")
         if profile == "core":
-            return build_resume_plan(events, expected_high_water=expected, profile="core", share_events=True)
+            return build_resume_plan(events, expected_high_water=expected, profile="core")
         raise RequestError(f"'profile' must be 'core' or 'strict', not {profile!r}")
 
     def _open_store(self) -> LedgerStore:

@@ -406,9 +406,9 @@ def test_input_is_not_mutated() -> None:
     assert events == before
 
 
-def test_returned_events_are_copies() -> None:
+def test_returned_events_are_copies_when_asked() -> None:
     events = [user(), call("evt-call"), response("evt-response"), terminal()]
-    plan = build_resume_plan(events)
+    plan = build_resume_plan(events, copy_events=True)
     assert plan["runtimeEvents"] == events
     for original, returned in zip(events, plan["runtimeEvents"], strict=True):
         assert returned is not original
@@ -421,15 +421,28 @@ def test_returned_events_are_copies() -> None:
     assert events[1]["content"]["args"] == {"command": "ls"}
 
 
-def test_operation_args_are_copies() -> None:
-    events = [call("evt-call", args={"paths": ["a", "b"]})]
-    [operation] = project_tool_operations(events)
-    assert operation["args"] == {"paths": ["a", "b"]}
-    assert operation["args"] is not events[0]["content"]["args"]
-    operation["args"]["paths"].append("c")
-    assert events[0]["content"]["args"] == {"paths": ["a", "b"]}
+def test_by_default_the_plan_holds_the_inputs_own_objects() -> None:
+    # Planning reads the prefix and never copies it (the plan is a view, as a slice of a list is).
+    events = [user(), call("evt-call", args={"paths": ["a", "b"]}), response("evt-response"), terminal()]
     plan = build_resume_plan(events)
+    assert all(a is b for a, b in zip(plan["runtimeEvents"], events, strict=True))
+    assert all(a is b for a, b in zip(plan["replayRuntimeEvents"], events, strict=True))
+    assert plan["operations"][0]["args"] is events[1]["content"]["args"]
+    assert project_tool_operations(events)[0]["args"] is events[1]["content"]["args"]
+
+
+def test_operation_args_and_details_are_copies_when_asked() -> None:
+    events = [
+        call("evt-call", args={"paths": ["a", "b"]}),
+        {**call("evt-call-2", "tool-2"), "runId": "another-run"},
+    ]
+    plan = build_resume_plan(events, copy_events=True)
+    assert plan["operations"][0]["args"] == {"paths": ["a", "b"]}
     assert plan["operations"][0]["args"] is not events[0]["content"]["args"]
+    plan["operations"][0]["args"]["paths"].append("c")
+    assert events[0]["content"]["args"] == {"paths": ["a", "b"]}
+    [conflict] = [d for d in plan["diagnostics"] if d["code"] == "run_identity_conflict"]
+    assert conflict["detail"]["actual"]["runId"] == "another-run"
 
 
 # --- PURE-2: canonical JSON ---------------------------------------------------------------------
@@ -470,8 +483,8 @@ def test_sharing_events_gives_the_same_plan_and_leaves_the_input_alone() -> None
     for case in load_suite().select("strict", kinds=["decision"]):
         events = copy.deepcopy(list(case.events))
         before = canonical_json(events)
-        shared = build_resume_plan(events, expected_high_water=case.expected_high_water, share_events=True)
-        copied = build_resume_plan(events, expected_high_water=case.expected_high_water)
+        shared = build_resume_plan(events, expected_high_water=case.expected_high_water)
+        copied = build_resume_plan(events, expected_high_water=case.expected_high_water, copy_events=True)
         assert canonical_json(shared) == canonical_json(copied), case.id
         assert canonical_json(events) == before, case.id
         assert all(a is b for a, b in zip(shared["runtimeEvents"], events, strict=True)), case.id
@@ -502,7 +515,7 @@ def test_events_of_other_mapping_types_are_copied_too() -> None:
 
     events = [user(), call("evt-call"), response("evt-response")]
     frozen = [types.MappingProxyType(event) for event in events]
-    plan = build_resume_plan(frozen)
+    plan = build_resume_plan(frozen, copy_events=True)
     assert canonical_json(plan) == canonical_json(build_resume_plan(events))
     assert all(type(event) is dict for event in plan["runtimeEvents"])
     assert plan["replayRuntimeEvents"][1] is plan["runtimeEvents"][1]  # one copy serves both lists

@@ -3,9 +3,9 @@
 # Everything that decides what a resume may do lives here; this module knows nothing of files,
 # processes or the clock. It reads a sequence of RuntimeEvents (the committed prefix a store
 # reopened, docs/spec/phase0.md section 1) and answers with a ResumePlan (section 3). It never
-# changes its input (PURE-1), and nothing it returns shares an object with its input, unless the
-# caller asks it to share the event objects (`share_events`, for a caller that serialises at once).
-# A plan's two event lists hold the same copy of each replayed event.
+# changes its input (PURE-1). A plan's event lists hold the input's own event objects, as a slice
+# of a list holds its items; a caller that will change the plan asks for copies (`copy_events`), and
+# then nothing returned shares an object with the input.
 #
 # The rules, in the order the functions below apply them:
 #
@@ -140,7 +140,9 @@ def is_terminal_event(event: Mapping[str, Any]) -> bool:
     if event.get("status") in TERMINAL_STATUSES:
         return True
     actions = event.get("actions")
-    return isinstance(actions, Mapping) and actions.get("endInvocation") is True
+    # An absent `actions` is told apart first: the abstract Mapping check of None costs more than
+    # the rest of the rule, once per event of a long ledger.
+    return actions is not None and isinstance(actions, Mapping) and actions.get("endInvocation") is True
 
 
 def is_partial_event(event: Mapping[str, Any]) -> bool:
@@ -156,7 +158,7 @@ class _ToolFact(NamedTuple):
     kind: str  # FUNCTION_CALL or FUNCTION_RESPONSE
     call_id: str  # the tool-call id: `content.id`
     name: str
-    args: Any  # calls only; the input's own object, copied before it leaves this module
+    args: Any  # calls only; the input's own object
     is_error: bool  # responses only: `content.isError` exactly `true`
 
 
@@ -233,9 +235,7 @@ def _scan(events: Sequence[Mapping[str, Any]], *, strict: bool) -> _Scan:
         # EVT-3, for STRICT-6: the first terminal event.
         if not terminal_id and is_terminal_event(event):
             terminal_position, terminal_id = position, event_id
-    return _Scan(
-        facts, partial, duplicate_ids, identity_conflicts, terminal_position, terminal_id
-    )
+    return _Scan(facts, partial, duplicate_ids, identity_conflicts, terminal_position, terminal_id)
 
 
 def _identity_getter(event: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -264,7 +264,7 @@ def _identity_conflict(event_id: str, expected: tuple[Any, ...], actual: tuple[A
         RUN_IDENTITY_CONFLICT,
         f"event {event_id!r} belongs to run identity {identity!r}, not to {run_identity!r} of the first event",
         event_id=event_id,
-        detail={"expected": _copied(run_identity), "actual": _copied(identity)},
+        detail={"expected": run_identity, "actual": identity},
     )
 
 
@@ -281,7 +281,7 @@ def _project(facts: Sequence[_ToolFact]) -> dict[str, dict[str, Any]]:
                 operations[fact.call_id] = {
                     "toolCallId": fact.call_id,
                     "toolName": fact.name,
-                    "args": _copied(fact.args),
+                    "args": fact.args,
                     "status": INDETERMINATE,  # OP-5 until a response settles it
                     "callRuntimeEventId": fact.event_id,
                 }
@@ -403,17 +403,18 @@ def _strict_diagnostics(scan: _Scan) -> list[dict[str, Any]]:
         if call_fact.kind == FUNCTION_CALL:
             first_call.setdefault(call_fact.call_id, call_fact)
 
-    tool_clauses: dict[int, list[dict[str, Any]]] = {}  # STRICT-2 to STRICT-4, by position
+    # STRICT-2 to STRICT-4, by position; a position gets a list only when it has a diagnostic, so
+    # that a clean ledger allocates nothing per fact here.
+    tool_clauses: dict[int, list[dict[str, Any]]] = {}
     after_terminal: dict[int, dict[str, Any]] = {}  # STRICT-6, by position
     first_response: dict[str, _ToolFact] = {}
     for fact in scan.facts:
         position, event_id = fact.position, fact.event_id
-        found = tool_clauses.setdefault(position, [])
         if fact.kind == FUNCTION_CALL:
             # STRICT-2: a tool-call id called twice.
             first = first_call[fact.call_id]
             if first.position != position:
-                found.append(_diagnostic(
+                tool_clauses.setdefault(position, []).append(_diagnostic(
                     DUPLICATE_TOOL_CALL,
                     f"tool call {fact.call_id!r} ({fact.name!r}) is called again by event "
                     f"{event_id!r}; its first call is event {first.event_id!r}",
@@ -425,7 +426,7 @@ def _strict_diagnostics(scan: _Scan) -> list[dict[str, Any]]:
             # STRICT-3: a tool-call id answered twice.
             earlier = first_response.get(fact.call_id)
             if earlier is not None:
-                found.append(_diagnostic(
+                tool_clauses.setdefault(position, []).append(_diagnostic(
                     DUPLICATE_TOOL_RESULT,
                     f"tool call {fact.call_id!r} ({fact.name!r}) is answered again by event "
                     f"{event_id!r}; its first result is event {earlier.event_id!r}",
@@ -438,7 +439,7 @@ def _strict_diagnostics(scan: _Scan) -> list[dict[str, Any]]:
             # STRICT-4: a response that comes before the first call it answers.
             call = first_call.get(fact.call_id)
             if call is not None and call.position > position:
-                found.append(_diagnostic(
+                tool_clauses.setdefault(position, []).append(_diagnostic(
                     TOOL_RESULT_BEFORE_CALL,
                     f"tool result {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes "
                     f"before its call (event {call.event_id!r})",
@@ -544,17 +545,20 @@ def build_resume_plan(
     *,
     expected_high_water: int | None = None,
     profile: Profile = "strict",
-    share_events: bool = False,
+    copy_events: bool = False,
 ) -> dict[str, Any]:
     """Decide what a resume over the committed prefix `events` may do.
 
     Returns the wire ResumePlan (schemas/phase0/resume-plan.json). `expected_high_water` is the
     caller's `expectedRuntimeEventHighWater` (OFF-1). `profile="core"` applies the core clauses
-    only; `"strict"` adds STRICT-1 to STRICT-7. The input is never changed. Nothing returned
-    shares an object with it (`replayRuntimeEvents` holds the very copies that `runtimeEvents`
-    holds), unless `share_events` is true: then `runtimeEvents` and
-    `replayRuntimeEvents` hold the input's own event objects, which saves copying them for a caller
-    that serialises the plan at once and drops the input (the protocol server does).
+    only; `"strict"` adds STRICT-1 to STRICT-7. The input is never changed (PURE-1).
+
+    `runtimeEvents` and `replayRuntimeEvents` hold the input's own event objects, and an
+    operation's `args` is its call's own object: planning reads the prefix and never copies it,
+    which is what a caller that serialises the plan at once wants (the protocol server does). With
+    `copy_events` true nothing returned shares an object with the input (`replayRuntimeEvents` then
+    holds the very copies that `runtimeEvents` holds), for a caller that will change the plan and
+    keep the input; the copy costs about as much again as the plan.
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be 'core' or 'strict', not {profile!r}")
@@ -592,9 +596,17 @@ def build_resume_plan(
     }
     if requires_verification:
         plan["directive"] = INDETERMINATE_TOOL_RESULT_DIRECTIVE
-    # One copy of the prefix serves both lists: a replayed event is the same copied object in each,
-    # and neither list shares anything with the input.
-    runtime_events = list(events) if share_events else _copied_events(list(events))
+    if copy_events:
+        # One copy of the prefix serves both lists (a replayed event is the same copied object in
+        # each); arguments and diagnostic details are copied on their own.
+        runtime_events = _copied_events(list(events))
+        for operation in operations:
+            operation["args"] = _copied(operation["args"])
+        for diagnostic in diagnostics:
+            if "detail" in diagnostic:
+                diagnostic["detail"] = _copied(diagnostic["detail"])
+    else:
+        runtime_events = list(events)
     plan["runtimeEvents"] = runtime_events  # PLAN-8
     plan["replayRuntimeEvents"] = _replay_events(runtime_events, scan)  # PLAN-9
     return plan

@@ -381,10 +381,7 @@ class _Worker:
                     ))
                 raise _Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
             self.world.kill_event.clear()
-            tool = self.tool
             self._reap()
-            if tool:
-                self._after_tool_kill()
             return {"state": "killed"}
         settling = wanted == "settled"
         while True:
@@ -534,12 +531,12 @@ class _Worker:
         self.world.watch_for = "next"
 
     def _reap(self) -> None:
-        pid = self.pid
+        pid, tool = self.pid, self.tool
         wrapper = False
         if self.adapter is not None and self.adapter.process is not None:
             process = self.adapter.process
             wrapper = pid != process.pid
-            if self.tool:
+            if tool:
                 # WRK-5: only the worker's pid dies, as in a real crash; the adapter's tree (where a tool the
                 # worker left behind still runs) is ended only when the scenario is over.
                 if wrapper:
@@ -560,6 +557,8 @@ class _Worker:
         self.pid = None
         self.tool = False
         self.world.kill_current = None
+        if tool:
+            self._after_tool_kill()
         if self.world.layer is not None:
             self._power_cut(self.world.layer)
 

@@ -181,6 +181,13 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKER_RESTART_RESUME",
         frozenset({"WRK-5"}),
     ),
+    # Claiming p1.tools, it never runs the tool: the kit's own check that the tool announced itself from a
+    # workspace fails (ADP-2, a clause of WORKER_RESTART_RESUME), so no tool case can pass for want of a tool.
+    "ignores-the-tool": (
+        "p1-tool-runs-to-its-end-and-changes-no-result",
+        "WORKER_RESTART_RESUME",
+        frozenset({"ADP-2"}),
+    ),
     # Taking the failed sync of result_pending for a success, the worker goes on to idle instead of
     # exiting: the wait for its exit cites JNL-8.
     "ignores-disk-errors": (

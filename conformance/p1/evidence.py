@@ -196,7 +196,10 @@ def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
                 for name in sorted(os.listdir(path)):
                     add(path / name, f"{relative}/{name}")
             else:
-                content = hashlib.sha256(path.read_bytes()).hexdigest()
+                try:
+                    content: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
+                except PermissionError:
+                    content = None  # unreadable to the kit: its size and time still tell a change
                 state[relative] = ("file", info.st_size, info.st_mtime_ns, content)
         except (FileNotFoundError, NotADirectoryError):
             state.pop(relative, None)

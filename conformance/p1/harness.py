@@ -106,8 +106,9 @@ class _World:
     swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
     blocked_at: list[str] = field(default_factory=list)  # every failpoint a worker blocked at, in order
     until_unreached: bool = False  # a campaign run: a worker idle before its armed point ends the loop
-    tool_flag: Path | None = None  # while this file exists the kit's tool may run (p1.tools)
+    tool_flag: Path | None = None  # while this file exists the kit's tool may run (p1.tools); set once one did
     held: list[LineProcess] = field(default_factory=list)  # killed adapters whose trees end with the scenario
+    watch_next: bool = False  # a worker running the tool was killed: the next one's first request starts the watch
     watch_for: str | None = None  # the worker whose first request starts the WRK-5 watch
     watch: _RootWatch | None = None
     tool_writes: dict[str, int] = field(default_factory=dict)  # the tool's writes found just after the kill
@@ -326,8 +327,8 @@ class _Worker:
         self.tool = tool is not None
         if tool is not None:
             fields["tool"] = {"argv": self._tool_argv(float(tool.get("seconds", TOOL_SECONDS)))}
-        if self.world.watch_for == "next":
-            self.world.watch_for = self.name
+        if self.world.watch_next:
+            self.world.watch_for, self.world.watch_next = self.name, False
         self.exited = False
         pid = self.ask("p1.worker.start", **fields).get("pid")
         self._adopt(pid, "p1.worker.start")
@@ -371,8 +372,7 @@ class _Worker:
 
     def wait(self, wanted: str, deadline: float) -> dict[str, Any]:
         if wanted == "killed":
-            remaining = max(0.0, deadline - time.monotonic())
-            if not self.world.kill_event.wait(remaining):
+            if not self._kill_event_or_idle(deadline):
                 if self.tool:
                     raise _Abort(self.fail(
                         "the kit's tool never announced itself: the worker did not run the tool of "
@@ -433,6 +433,16 @@ class _Worker:
                         outcome=Outcome.ERRORED,
                     )
                 )
+
+    def _kill_event_or_idle(self, deadline: float) -> bool:
+        """Whether the armed kill point fired before the deadline. A worker running the tool that claims
+        and gets no task has gone past every place it could run it: no need to wait out the deadline."""
+        while not self.world.kill_event.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False
+            if self.tool and _empty_claim_since(self.control.log(), self.world.changed_at):
+                return self.world.kill_event.is_set()
+        return True
 
     def _judge_exit(self, answer: Mapping[str, Any]) -> None:
         """An exit after an injected disk error is a fatal error's: a non-zero status (JNL-8)."""
@@ -528,7 +538,7 @@ class _Worker:
                     words = text.split()
                     if len(words) >= 5 and words[-1].isdigit():
                         self.world.tool_writes[role] = int(words[-1])
-        self.world.watch_for = "next"
+        self.world.watch_next = True
 
     def _reap(self) -> None:
         pid, tool = self.pid, self.tool
@@ -716,10 +726,8 @@ def _watch_root(worker: _Worker, world: _World, ms: int) -> str:
     time.sleep(ms / 1000)
     elapsed = watch.stop()
     world.watch = None
+    world.moment_problems.extend(checks.watch_problems(watch.changes))
     announced = [e for e in worker.control.log() if e.get("kind") == "tool_started"]
-    problems = checks.tool_problems(announced, str(world.workspace_root.resolve()))
-    problems += checks.watch_problems(watch.changes)
-    world.moment_problems.extend(problems)
     writes = ", ".join(f"{role} {count}" for role, count in sorted(world.tool_writes.items())) or "none found"
     first = announced[0] if announced else {}
     return (
@@ -979,6 +987,10 @@ def _drive(
             summary = _watch_root(worker, world, int(argument.get("ms", 1000)))
         else:  # the schema allows no other verb
             raise _Abort(worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
+    if world.tool_flag is not None:
+        # A worker ran with the tool: it must have run it, in a workspace, or the scenario proved nothing.
+        announced = [e for e in control.log() if e.get("kind") == "tool_started"]
+        world.moment_problems.extend(checks.tool_problems(announced, str(world.workspace_root.resolve())))
     worker.read_settings()
     rows = _journal_or_abort(worker, world)
     world.snapshots.append(evidence.Snapshot.of(rows))

@@ -416,6 +416,13 @@ class LeavesTheToolInItsGroup(_PlainTool):
     """Keeps the tool in its own process group, but nothing kills that group when only its pid dies (WRK-5)."""
 
 
+class IgnoresTheTool(_Tracked):
+    """Claims p1.tools but never runs the tool (ADP-2): without the tool's own check, WRK-5 would pass."""
+
+    def _run_tool(self, path: Path) -> None:
+        return
+
+
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
@@ -467,6 +474,10 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "leaves-the-tool-in-its-group": (
         LeavesTheToolInItsGroup,
         "runs the tool as a plain child in its own group, which nothing ends when only its pid is killed (WRK-5)",
+    ),
+    "ignores-the-tool": (
+        IgnoresTheTool,
+        "claims p1.tools but never runs the tool, so no kill could prove WRK-5 (ADP-2)",
     ),
 }
 

@@ -87,3 +87,11 @@ def test_a_killed_worker_takes_its_tool_tree_with_it_before_the_next_start_goes_
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+def test_a_keeper_that_never_started_leaves_a_lock_file_the_next_start_removes(tmp_path: Path) -> None:
+    (tmp_path / KEEPERS).mkdir()
+    (tmp_path / KEEPERS / "keeper-0123456789abcdef.lock").write_bytes(b"")
+    assert wait_for_keepers(tmp_path) == []
+    assert list((tmp_path / KEEPERS).iterdir()) == []
+    assert wait_for_keepers(tmp_path / "elsewhere") == []  # no tool ever ran: nothing to wait for

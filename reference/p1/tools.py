@@ -66,17 +66,12 @@ def wait_for_keepers(state_dir: Path) -> list[str]:
     folder = state_dir / KEEPERS
     if sys.platform == "win32" or not folder.is_dir():
         return []
-    stuck = []
-    for path in sorted(folder.glob("keeper-*.lock")):
-        if _take_lock(path, KEEPER_WAIT_S):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        else:
-            stuck.append(path.name)
-    return stuck
+    return [path.name for path in sorted(folder.glob("keeper-*.lock")) if not _retire(path, KEEPER_WAIT_S)]
 
 
-def _take_lock(path: Path, timeout: float) -> bool:
+def _retire(path: Path, timeout: float) -> bool:
+    """Take a keeper's lock (its keeper is gone, or never got so far) and remove the file while holding it,
+    so that a keeper that takes the lock later finds its file gone and starts nothing; False on timeout."""
     if sys.platform == "win32":
         return True
     import fcntl
@@ -90,11 +85,14 @@ def _take_lock(path: Path, timeout: float) -> bool:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
+                break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     return False
                 time.sleep(0.005)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return True
     finally:
         os.close(fd)  # the lock goes with it
 

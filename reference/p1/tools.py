@@ -2,7 +2,7 @@
 (p1.md WRK-5), however the worker ends.
 
 POSIX: the worker does not start the tool itself but a *keeper* (``python -m resumekit.reference.p1.tools
-keep -- ARGV``) in a process group of its own, whose id is the keeper's pid. The keeper starts the tool
+keep LOCK -- ARGV``) in a session and process group of its own, whose id is the keeper's pid. The keeper starts the tool
 in that group, so the tool and everything it starts (unless it leaves the group on purpose) are members.
 The worker holds the write end of a pipe whose read end is the keeper's stdin: the *lifeline*. When the
 worker dies, however it dies, the kernel closes that end and the keeper reads end-of-file; it then kills

@@ -52,6 +52,7 @@ CAPABILITIES = (
     "p1.journal",
     "p1.failpoint-any",
     "p1.disk-faults",
+    "p1.tools",
 )
 
 

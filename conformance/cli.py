@@ -380,7 +380,6 @@ NOT_YET_COVERED = {
     "run two writers on one run",
     "SCOPE-6": "needs one attempt served with two identities, which CP-5 forbids; a kit fault for it comes later",
     "SCOPE-7": "needs a superseded attempt delivered again; the duplicate-delivery scenarios do not reach it yet",
-    "WRK-5": "needs a tool process that outlives a killed worker; it comes with the process-tree work",
 }
 
 

@@ -146,9 +146,11 @@ CaseRunner = Callable[[Case], CaseResult]
 
 def _step_capabilities(case: Case) -> tuple[str, ...]:
     """Capabilities a scenario needs beyond its kind's, for what its steps ask of the worker."""
-    if isinstance(case, ScenarioCase) and any("diskFault" in step.get("start", {}) for step in case.steps):
-        return ("p1.disk-faults",)
-    return ()
+    if not isinstance(case, ScenarioCase):
+        return ()
+    starts = [step["start"] for step in case.steps if "start" in step]
+    needed = (("diskFault", "p1.disk-faults"), ("tool", "p1.tools"))
+    return tuple(capability for name, capability in needed if any(name in start for start in starts))
 
 
 def missing_claims(case: Case, capabilities: Sequence[str], profiles: Sequence[str]) -> str | None:

@@ -47,6 +47,7 @@ CAPABILITIES = (
     "p1.journal",
     "p1.failpoint-any",
     "p1.disk-faults",
+    "p1.tools",
 )
 _STOP_JOIN_S = 60.0
 PROFILES = ("core", "strict")
@@ -233,6 +234,7 @@ class Harness:
         config = _field(request, "config", dict)
         failpoint = _failpoint(request)
         disk_fault = _disk_fault(request)
+        tool = _tool(request)
         marker = _field(request, "marker", str, required=False)
         if self._worker is not None and self._worker.control.exit_code is None:
             raise RequestError("a worker of this adapter is running; stop it first")
@@ -250,7 +252,7 @@ class Harness:
 
         worker_config = WorkerConfig(paths["controlPlaneUrl"], Path(paths["workspaceRoot"]), Path(paths["stateDir"]))
         self._worker = _RunningWorker(worker_config, failpoint, None if marker is None else Path(marker).absolute(),
-                                      settings, disk_fault)
+                                      settings, disk_fault, tool)
         return {"pid": os.getpid()}
 
     def _worker_wait(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -328,6 +330,18 @@ def _disk_fault(request: dict[str, Any]) -> DiskFault | None:
     return DiskFault(str(file), str(op), str(name), hit)
 
 
+def _tool(request: dict[str, Any]) -> tuple[str, ...] | None:
+    """The optional ``tool`` of p1.worker.start (capability p1.tools): its argv."""
+    value = _field(request, "tool", dict, required=False)
+    if value is None:
+        return None
+    argv = value.get("argv")
+    if set(value) != {"argv"} or not isinstance(argv, list) or not argv \
+            or not all(isinstance(item, str) and item for item in argv):
+        raise RequestError(f"'tool' is {{\"argv\": [non-empty strings, at least one]}}, not {value!r}")
+    return tuple(argv)
+
+
 class _RunningWorker:
     """One worker process's life inside the adapter: a thread running :class:`Worker`.
 
@@ -336,11 +350,12 @@ class _RunningWorker:
     """
 
     def __init__(self, config: WorkerConfig, failpoint: tuple[str, int] | None, marker: Path | None,
-                 settings: list[dict[str, Any]], disk_fault: DiskFault | None = None) -> None:
+                 settings: list[dict[str, Any]], disk_fault: DiskFault | None = None,
+                 tool: tuple[str, ...] | None = None) -> None:
         from resumekit.reference.p1.control import Control
         from resumekit.reference.p1.worker import Worker
 
-        self.control = Control(failpoint, disk_fault)
+        self.control = Control(failpoint, disk_fault, tool)
         self.marker = marker
         self._marker_lock = threading.Lock()
         self._worker = Worker(config, self.control, settings)

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from resumekit.conformance._resources import golden_dir
-from resumekit.conformance.fixtures import SoakCase, load_suite
+from resumekit.conformance.fixtures import ScenarioCase, SoakCase, load_suite
 from resumekit.conformance.p1 import checks, harness
 from resumekit.conformance.runner import missing_claims
 from resumekit.reference.p1.control import Control, DiskFault
@@ -172,6 +172,22 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKER_RESTART_RESUME",
         frozenset({"FPT-4", "PHASE-4"}),
     ),
+    # The tool and its grandchild outlive the killed worker and keep writing into its old workspace, which the
+    # watch from the next worker's first request sees (WRK-5); recreating that workspace during the startup
+    # cleanup, they also leave it standing at the first request (CLEAN-1).
+    "detaches-the-tool": ("p1-strict-tool-tree-dies-with-the-worker", "WORKER_RESTART_RESUME", frozenset({"WRK-5"})),
+    "leaves-the-tool-in-its-group": (
+        "p1-strict-tool-tree-dies-with-the-worker",
+        "WORKER_RESTART_RESUME",
+        frozenset({"WRK-5"}),
+    ),
+    # Claiming p1.tools, it never runs the tool: the kit's own check that the tool announced itself from a
+    # workspace fails (ADP-2, a clause of WORKER_RESTART_RESUME), so no tool case can pass for want of a tool.
+    "ignores-the-tool": (
+        "p1-tool-runs-to-its-end-and-changes-no-result",
+        "WORKER_RESTART_RESUME",
+        frozenset({"ADP-2"}),
+    ),
     # Taking the failed sync of result_pending for a success, the worker goes on to idle instead of
     # exiting: the wait for its exit cites JNL-8.
     "ignores-disk-errors": (
@@ -224,6 +240,32 @@ def test_disk_fault_scenarios_are_not_claimed_without_the_capability() -> None:
         reason = missing_claims(case, claims, ("core", "strict"))
         assert reason is not None and "p1.disk-faults" in reason, (case.id, reason)
         assert missing_claims(case, (*claims, "p1.disk-faults"), ("core", "strict")) is None
+
+
+@pytest.mark.parametrize("bug", ["detaches-the-tool", "leaves-the-tool-in-its-group"])
+def test_a_tool_that_outlives_the_worker_is_named_by_the_paths_it_changed(
+    bug: str, runs: dict[str, tuple[int, dict[str, Any], str]]
+) -> None:
+    (result,) = runs[bug][1]["results"]
+    message = result["message"]
+    assert "WRK-5" in message and "outlived it" in message, message
+    assert "/resumekit-tool" in message, message  # the tool's own file, under the old workspace's name
+    (watch,) = [m for m in result["mismatches"] if m.get("clause") == "WRK-5"]
+    assert all(path.startswith("task-") for path in watch["actual"]), watch
+
+
+def test_tool_scenarios_are_not_claimed_without_the_capability() -> None:
+    tools = [
+        case
+        for case in load_suite().cases
+        if isinstance(case, ScenarioCase) and any("tool" in step.get("start", {}) for step in case.steps)
+    ]
+    assert {c.profile for c in tools} == {"core", "strict"} and len(tools) >= 3
+    claims = ("p1.worker", "p1.journal", "p1.failpoint-any", "p1.disk-faults")
+    for case in tools:
+        reason = missing_claims(case, claims, ("core", "strict"))
+        assert reason is not None and "p1.tools" in reason, (case.id, reason)
+        assert missing_claims(case, (*claims, "p1.tools"), ("core", "strict")) is None
 
 
 def test_a_disk_fault_fails_only_its_own_hit_of_its_own_operation() -> None:

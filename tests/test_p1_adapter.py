@@ -97,3 +97,18 @@ def test_a_second_start_while_running_is_refused(tmp_path: Path) -> None:
     finally:
         harness.shutdown()
         cp.close()
+
+
+@pytest.mark.parametrize(
+    "tool", [{"argv": []}, {"argv": [""]}, {"argv": "python"}, {"argv": ["python"], "env": {}}, {}]
+)
+def test_a_tool_without_a_usable_argv_is_refused_by_name(tmp_path: Path, tool: dict[str, Any]) -> None:
+    harness = Harness()
+    config = {"controlPlaneUrl": "http://127.0.0.1:9/w1/", "workspaceRoot": str(tmp_path), "stateDir": str(tmp_path)}
+    request = {"cmd": "p1.worker.start", "seq": 1, "config": config, "tool": tool}
+    assert list(violations(ADAPTER_REQUEST, request)) != []  # the schema refuses it too
+    try:
+        refused = harness.handle(request) or {}
+        assert "'tool'" in refused["error"]["message"], refused
+    finally:
+        harness.shutdown()

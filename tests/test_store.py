@@ -661,6 +661,7 @@ def _prepare(child: Child, workspace: Path, marker: Path) -> None:
         "p1.journal",
         "p1.failpoint-any",
         "p1.disk-faults",
+        "p1.tools",
     }
     assert child.request("phase0.store.open", workspace=str(workspace), sessionId=SESSION, runId=RUN) == {}
     armed = child.request("phase0.crash.arm", marker=str(marker))

@@ -11,6 +11,7 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
@@ -597,3 +598,33 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
         found.append(_m("CLEAN-2", "/decoy", "unchanged", "changed", "something outside the workspace root changed"))
     found += outcome_checks(expect, names, ev)
     return found
+
+
+def tool_problems(announced: Sequence[Mapping[str, Any]], root: str) -> list[Mismatch]:
+    """The kit's tool ran, in a workspace directly under the (resolved) workspace root (ADP-2, WRK-4):
+    without it the WRK-5 watch would prove nothing."""
+    if not announced:
+        return [_m("ADP-2", "/tool", "the tool started in a workspace", None,
+                   "the kit's tool never announced itself: the worker did not run it")]
+    problems = []
+    for entry in announced:
+        cwd = entry.get("cwd")
+        where = PurePath(cwd) if isinstance(cwd, str) else None
+        if where is None or where.parent != PurePath(root) or not where.name.startswith("task-"):
+            problems.append(_m("ADP-2", "/tool/cwd", f"a task- workspace directly under {root}", cwd,
+                               "the kit's tool ran outside a workspace of the workspace root"))
+    return problems
+
+
+def watch_problems(changes: Mapping[str, str], shown: int = 8) -> list[Mismatch]:
+    """WRK-5: nothing the root held when the next worker started changed after its first request."""
+    if not changes:
+        return []
+    paths = sorted(changes)
+    listed = ", ".join(f"{path} ({changes[path]})" for path in paths[:shown])
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    note = (
+        f"{len(paths)} path(s) under the workspace root changed after the next worker's startup cleanup, so a "
+        f"process the killed worker started outlived it: {listed}{more}"
+    )
+    return [_m("WRK-5", "/workspace-root/after-restart", "no change", {p: changes[p] for p in paths[:shown]}, note)]

@@ -55,6 +55,7 @@ ROUTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 KIT_ROUTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("POST", ("_kit", "origin", "check"), "origin_check"),
     ("POST", ("_kit", "origin", "updated"), "origin_updated"),
+    ("POST", ("_kit", "tool", "started"), "tool_started"),
 )
 # The exact members of each request body (CP-1: any other body is 400); None: no body (a GET).
 BODY_MEMBERS: dict[str, frozenset[str] | None] = {
@@ -69,6 +70,7 @@ BODY_MEMBERS: dict[str, frozenset[str] | None] = {
     "receipt": frozenset({"task_id", "attempt", "lease_id", "commit_oid"}),
     "origin_check": frozenset({"repository", "updates"}),
     "origin_updated": frozenset({"repository", "updates"}),
+    "tool_started": frozenset({"pid", "grandchild", "cwd", "writes"}),
 }
 # The governed side effects (p1.md 0.3): their requests log the attempt's lease state at arrival.
 GOVERNED = frozenset({"result", "receipt", "origin_check"})
@@ -1104,6 +1106,16 @@ def _origin_updated(state: State, request: Request, plan: Plan, heads: Heads, lo
     return outcome
 
 
+def _tool_started(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    """The kit's tool runs in a workspace (p1.md WRK-5): logged, and the kill point ``tool_started``."""
+    body = plan.body
+    log.add("tool_started", **{name: body[name] for name in ("pid", "grandchild", "cwd", "writes")})
+    outcome = Outcome(*_ok(state, 200), [])
+    if fire_kill_point(state, "tool_started", None):
+        outcome.kill_point = "tool_started"
+    return outcome
+
+
 Handler = Callable[[State, Request, Plan, Heads, Log], Outcome]
 HANDLERS: dict[str, Handler] = {
     "clock": _clock,
@@ -1117,4 +1129,5 @@ HANDLERS: dict[str, Handler] = {
     "receipt": _receipt,
     "origin_check": _origin_check,
     "origin_updated": _origin_updated,
+    "tool_started": _tool_started,
 }

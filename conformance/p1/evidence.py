@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -174,6 +175,46 @@ def listing(root: Path) -> list[str]:
         return sorted(os.listdir(root))
     except FileNotFoundError:
         return []
+
+
+Entry = tuple[Any, ...]  # ("dir",), ("link", target) or ("file", size, mtime_ns, sha256)
+
+
+def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
+    """The entries named *names* directly under *root* and everything below them, without following
+    links: relative path -> kind, and for a file its size, mtime and content hash (WRK-5's watch).
+    An entry that vanishes while it is read is left out, as if it had gone a moment earlier."""
+    state: dict[str, Entry] = {}
+
+    def add(path: Path, relative: str) -> None:
+        try:
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                state[relative] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(info.st_mode):
+                state[relative] = ("dir",)
+                for name in sorted(os.listdir(path)):
+                    add(path / name, f"{relative}/{name}")
+            else:
+                try:
+                    content: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
+                except PermissionError:
+                    content = None  # unreadable to the kit: its size and time still tell a change
+                state[relative] = ("file", info.st_size, info.st_mtime_ns, content)
+        except (FileNotFoundError, NotADirectoryError):
+            state.pop(relative, None)
+
+    for name in names:
+        add(root / name, name)
+    return state
+
+
+def tree_changes(before: Mapping[str, Entry], after: Mapping[str, Entry]) -> dict[str, str]:
+    """Each path created, changed or removed between two tree states, with the word for what happened."""
+    changes = {path: "created" for path in after if path not in before}
+    changes.update({path: "removed" for path in before if path not in after})
+    changes.update({path: "changed" for path in after if path in before and after[path] != before[path]})
+    return changes
 
 
 def tree_digest(root: Path) -> str:

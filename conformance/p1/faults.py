@@ -38,6 +38,7 @@ KILL_POINTS = {
     "server_result_stored": "result",
     "server_receipt_recorded": "receipt",
     "origin_ref_updated": "origin_updated",
+    "tool_started": "tool_started",  # the kit's tool announced itself (p1.md WRK-5)
 }
 TASK_STATES = ("QUEUED", "RUNNING", "VERIFYING", "SUCCEEDED", "FAILED", "RECONCILIATION_REQUIRED")
 STORED_CHOICES = ("same", "other_body", "other_attempt")

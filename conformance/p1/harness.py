@@ -21,6 +21,7 @@ import os
 import random
 import shlex
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import _files
-from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
+from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
 from resumekit.conformance.fixtures import MatrixCase, ScenarioCase, SoakCase
-from resumekit.conformance.p1 import checks, evidence
+from resumekit.conformance.p1 import _tool, checks, evidence
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
@@ -55,6 +56,8 @@ SETTLE_ROUNDS = 10  # lease expiries a soak's final convergence may need, one pe
 SCENARIO_BUDGET = 120.0  # seconds of real time a scenario may take before the kit calls it hung
 WAIT_SLICE_MS = 1000
 DECOY_FILES = {"keep.txt": "precious\n", "deep/also.txt": "precious too\n"}
+WATCH_INTERVAL_S = 0.02  # how often the WRK-5 watch samples the workspace root
+TOOL_SECONDS = 30.0  # the most the kit's tool runs, killed worker or not
 
 
 class _Abort(Exception):
@@ -103,6 +106,45 @@ class _World:
     swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
     blocked_at: list[str] = field(default_factory=list)  # every failpoint a worker blocked at, in order
     until_unreached: bool = False  # a campaign run: a worker idle before its armed point ends the loop
+    tool_flag: Path | None = None  # while this file exists the kit's tool may run (p1.tools); set once one did
+    held: list[LineProcess] = field(default_factory=list)  # killed adapters whose trees end with the scenario
+    watch_next: bool = False  # a worker running the tool was killed: the next one's first request starts the watch
+    watch_for: str | None = None  # the worker whose first request starts the WRK-5 watch
+    watch: _RootWatch | None = None
+    tool_writes: dict[str, int] = field(default_factory=dict)  # the tool's writes found just after the kill
+
+
+class _RootWatch:
+    """WRK-5's watch: from the next worker's first request on, samples the entries the workspace root held
+    when that worker started (so never the worker's own new workspaces) and records every change."""
+
+    def __init__(self, root: Path, names: Sequence[str]) -> None:
+        self.root, self.names = root, tuple(names)
+        self.started = time.monotonic()
+        self.last = evidence.tree_state(root, self.names)
+        self.changes: dict[str, str] = {}
+        self.samples = 1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="resumekit-root-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            self.sample()
+
+    def sample(self) -> None:
+        now = evidence.tree_state(self.root, self.names)
+        for path, what in evidence.tree_changes(self.last, now).items():
+            self.changes.setdefault(path, what)
+        self.last = now
+        self.samples += 1
+
+    def stop(self) -> float:
+        """Stop sampling after one last sample; how long the watch lasted, in seconds."""
+        self._stop.set()
+        self._thread.join(10.0)
+        self.sample()
+        return time.monotonic() - self.started
 
 
 class _Unreached(Exception):
@@ -135,6 +177,9 @@ class _Observer:
             if worker in self.world.first_seen:
                 return []
             self.world.first_seen.add(worker)
+            if worker == self.world.watch_for and self.world.watch is None:
+                # CLEAN-1: cleanup is done by the first request, which waits for this answer meanwhile.
+                self.world.watch = _RootWatch(self.world.workspace_root, self.world.start_listing.get(worker, []))
         before = [name for name in self.world.start_listing.get(worker, []) if name.startswith("task-")]
         now = set(evidence.listing(self.world.workspace_root))
         left = sorted(name for name in before if name in now and name not in self.world.swapped)
@@ -213,6 +258,7 @@ class _Worker:
         self.settings: list[Mapping[str, Any]] = []
         self.claims_journal = False
         self.disk_fault: Mapping[str, Any] | None = None  # armed on the current worker (p1.disk-faults)
+        self.tool = False  # the current worker runs the kit's tool (p1.tools)
         self.exited = False
 
     def fail(self, message: str, *mismatches: Mismatch, outcome: Outcome = Outcome.FAILED) -> CaseResult:
@@ -250,7 +296,12 @@ class _Worker:
             self.claims_journal = "p1.journal" in info.capabilities
         return self.adapter
 
-    def start(self, failpoint: Mapping[str, Any] | None, disk_fault: Mapping[str, Any] | None = None) -> None:
+    def start(
+        self,
+        failpoint: Mapping[str, Any] | None,
+        disk_fault: Mapping[str, Any] | None = None,
+        tool: Mapping[str, Any] | None = None,
+    ) -> None:
         self.ensure_adapter()
         self.count += 1
         self.name = f"w{self.count}"
@@ -273,10 +324,24 @@ class _Worker:
         if disk_fault:
             fields["diskFault"] = {**disk_fault, "hit": disk_fault.get("hit", 1)}
             self.disk_fault = fields["diskFault"]
+        self.tool = tool is not None
+        if tool is not None:
+            fields["tool"] = {"argv": self._tool_argv(float(tool.get("seconds", TOOL_SECONDS)))}
+        if self.world.watch_next:
+            self.world.watch_for, self.world.watch_next = self.name, False
         self.exited = False
         pid = self.ask("p1.worker.start", **fields).get("pid")
         self._adopt(pid, "p1.worker.start")
         self.world.kill_current = self._kill_now
+
+    def _tool_argv(self, seconds: float) -> list[str]:
+        """The kit's tool (p1.tools): this interpreter, so it runs wherever the kit runs."""
+        if self.world.tool_flag is None:
+            self.world.tool_flag = self.world.root / "tool-may-run"
+            self.world.tool_flag.write_text("the kit's tool stops once this file is gone\n", encoding="utf-8")
+        announce = self.control.kit_url("_kit/tool/started")
+        return [sys.executable, "-m", _tool.MODULE, "--announce", announce,
+                "--while-exists", str(self.world.tool_flag), "--seconds", f"{seconds:g}"]
 
     def _adopt(self, pid: object, where: str) -> None:
         """Take *pid* as the worker's only if the process guard says the kit may kill it."""
@@ -307,8 +372,13 @@ class _Worker:
 
     def wait(self, wanted: str, deadline: float) -> dict[str, Any]:
         if wanted == "killed":
-            remaining = max(0.0, deadline - time.monotonic())
-            if not self.world.kill_event.wait(remaining):
+            if not self._kill_event_or_idle(deadline):
+                if self.tool:
+                    raise _Abort(self.fail(
+                        "the kit's tool never announced itself: the worker did not run the tool of "
+                        "p1.worker.start in a workspace (or it never reached a verified workspace)",
+                        Mismatch("/tool", "the tool started in a workspace", None, "ADP-2"),
+                    ))
                 raise _Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
             self.world.kill_event.clear()
             self._reap()
@@ -363,6 +433,16 @@ class _Worker:
                         outcome=Outcome.ERRORED,
                     )
                 )
+
+    def _kill_event_or_idle(self, deadline: float) -> bool:
+        """Whether the armed kill point fired before the deadline. A worker running the tool that claims
+        and gets no task has gone past every place it could run it: no need to wait out the deadline."""
+        while not self.world.kill_event.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False
+            if self.tool and _empty_claim_since(self.control.log(), self.world.changed_at):
+                return self.world.kill_event.is_set()
+        return True
 
     def _judge_exit(self, answer: Mapping[str, Any]) -> None:
         """An exit after an injected disk error is a fatal error's: a non-zero status (JNL-8)."""
@@ -449,23 +529,46 @@ class _Worker:
             )
         self.world.killed_at.append(f"{self.armed or 'kill'}")
 
+    def _after_tool_kill(self) -> None:
+        """The tool's writes just after the kill (for the report), and the watch armed for the next worker."""
+        for entry in self.control.log():
+            if entry.get("kind") == "tool_started" and isinstance(entry.get("cwd"), str):
+                for role, name in _tool.FILES.items():
+                    text = _read_text(Path(entry["cwd"]) / name)
+                    words = text.split()
+                    if len(words) >= 5 and words[-1].isdigit():
+                        self.world.tool_writes[role] = int(words[-1])
+        self.world.watch_next = True
+
     def _reap(self) -> None:
-        pid = self.pid
+        pid, tool = self.pid, self.tool
         wrapper = False
         if self.adapter is not None and self.adapter.process is not None:
             process = self.adapter.process
             wrapper = pid != process.pid
-            if wrapper:
-                process.kill()  # a wrapper around the real worker
-            process.wait(timeout=10.0)
-            process.kill()
+            if tool:
+                # WRK-5: only the worker's pid dies, as in a real crash; the adapter's tree (where a tool the
+                # worker left behind still runs) is ended only when the scenario is over.
+                if wrapper:
+                    with contextlib.suppress(NotInTree, OSError):
+                        process.kill_member(process.pid)
+                process.wait(timeout=10.0)
+                self.world.held.append(process)
+            else:
+                if wrapper:
+                    process.kill()  # a wrapper around the real worker
+                process.wait(timeout=10.0)
+                process.kill()
             self.adapter.process = None
         # The kit reaps the adapter itself; a descendant it named must be gone too.
         if wrapper and pid is not None and not wait_pid_gone(pid, timeout=10.0):
             raise _Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
         self.adapter = None
         self.pid = None
+        self.tool = False
         self.world.kill_current = None
+        if tool:
+            self._after_tool_kill()
         if self.world.layer is not None:
             self._power_cut(self.world.layer)
 
@@ -578,11 +681,61 @@ def _world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[_Worl
                 branches=spec.get("branches", ()),
                 later=spec.get("later"),
             )
-        yield _World(root, workspace_root, state_dir, decoy, origins, layer=layer)
+        world = _World(root, workspace_root, state_dir, decoy, origins, layer=layer)
+        try:
+            yield world
+        finally:
+            _end_tools(world)
     finally:
         if layer is not None:
             layer.stop()
         _files.remove(root)
+
+
+def _end_tools(world: _World) -> None:
+    """Stop what a scenario with the kit's tool left running: the flag first (a surviving tool stops at its
+    next write), then the trees of the adapters killed with it."""
+    if world.watch is not None:
+        world.watch.stop()
+    if world.tool_flag is not None:
+        with contextlib.suppress(OSError):
+            world.tool_flag.unlink()
+        time.sleep(5 * _tool.INTERVAL_S)  # a write under way when the flag went finishes before the root goes
+    for process in world.held:
+        with contextlib.suppress(OSError):
+            process.kill()
+    world.held.clear()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _watch_root(worker: _Worker, world: _World, ms: int) -> str:
+    """WRK-5: keep watching the root for *ms* more, then judge every change since the watch began."""
+    watch = world.watch
+    if watch is None:
+        raise _Abort(worker.fail(
+            "watch_root needs a kill of a worker that ran the kit's tool, then a worker whose first request "
+            "starts the watch; the scenario has neither",
+            outcome=Outcome.ERRORED,
+        ))
+    time.sleep(ms / 1000)
+    elapsed = watch.stop()
+    world.watch = None
+    world.moment_problems.extend(checks.watch_problems(watch.changes))
+    announced = [e for e in worker.control.log() if e.get("kind") == "tool_started"]
+    writes = ", ".join(f"{role} {count}" for role, count in sorted(world.tool_writes.items())) or "none found"
+    first = announced[0] if announced else {}
+    return (
+        f"the kit's tool (pid {first.get('pid')}, grandchild pid {first.get('grandchild')}) announced itself after "
+        f"{first.get('writes')} write(s) and the worker was killed there; writes found just after the kill: "
+        f"{writes}; the workspace root was watched from the next worker's first request for {elapsed:.1f} s "
+        f"({watch.samples} samples): {len(watch.changes)} change(s)"
+    )
 
 
 def _torn_length(size: int, at: int | None) -> int:
@@ -765,10 +918,11 @@ def _drive(
     world.changed_at = len(control.log())
     decoy_before = _decoy_digest(world)
     last_wait = ""
+    summary: str | None = None
     for index, step in enumerate(steps):
         ((verb, argument),) = step.items()
         if verb == "start":
-            worker.start(argument.get("failpoint"), argument.get("diskFault"))
+            worker.start(argument.get("failpoint"), argument.get("diskFault"), argument.get("tool"))
         elif verb == "restart_if_exited":
             if worker.exited:
                 worker.start(None)
@@ -829,8 +983,14 @@ def _drive(
             _link_workspaces(world)
         elif verb == "swap_for_link":
             _swap_for_link(world, argument["name"])
+        elif verb == "watch_root":
+            summary = _watch_root(worker, world, int(argument.get("ms", 1000)))
         else:  # the schema allows no other verb
             raise _Abort(worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
+    if world.tool_flag is not None:
+        # A worker ran with the tool: it must have run it, in a workspace, or the scenario proved nothing.
+        announced = [e for e in control.log() if e.get("kind") == "tool_started"]
+        world.moment_problems.extend(checks.tool_problems(announced, str(world.workspace_root.resolve())))
     worker.read_settings()
     rows = _journal_or_abort(worker, world)
     world.snapshots.append(evidence.Snapshot.of(rows))
@@ -848,9 +1008,12 @@ def _drive(
     verdict = checks.judge(case.expect, names, gathered)
     mismatches = tuple(world.moment_problems) + tuple(verdict)
     if mismatches:
-        return worker.fail(f"{len(mismatches)} check(s) failed", *mismatches)
+        headline = f"{len(mismatches)} check(s) failed"
+        # A survivor of a killed worker is named in the message itself: the paths say what it did.
+        survivors = [m.note for m in mismatches if m.clause == "WRK-5" and m.note]
+        return worker.fail(headline + (f"; WRK-5: {survivors[0]}" if survivors else ""), *mismatches)
     model = world.kill_model if world.killed_at else NO_CRASH_MODEL
-    return result_for(case, Outcome.PASSED, fault_model=model)
+    return result_for(case, Outcome.PASSED, message=summary, fault_model=model)
 
 
 def _resolve(changes: Mapping[str, Any], origins: Mapping[str, Origin], repository: str) -> dict[str, Any]:

@@ -29,7 +29,9 @@ class StopRequested(Exception):
 
 
 class Control:
-    def __init__(self, failpoint: tuple[str, int] | None = None, disk_fault: DiskFault | None = None) -> None:
+    def __init__(self, failpoint: tuple[str, int] | None = None, disk_fault: DiskFault | None = None,
+                 tool: tuple[str, ...] | None = None) -> None:
+        self.tool = tool  # capability p1.tools: run in every verified workspace (ADP-2, WRK-5)
         self._cond = threading.Condition()
         self._disk_fault = disk_fault
         self._disk_hits: dict[tuple[str, str], int] = {}

@@ -41,6 +41,7 @@ from resumekit.reference.p1.results import (
     result_hash,
     source_capture_body,
 )
+from resumekit.reference.p1.tools import ToolError, run_tool, wait_for_keepers
 
 __all__ = ["RECOVERY_CAP", "Worker", "WorkerConfig"]
 
@@ -156,6 +157,8 @@ class Worker:
 
     def _startup(self) -> None:
         root = self.config.workspace_root
+        for name in wait_for_keepers(self.config.state_dir):  # WRK-5: tools of a dead process end first
+            _log(f"the tool keeper of {name} has not ended; cleaning up anyway")
         for name in remove_stale_workspaces(root, before_remove=lambda _: self._failpoint("cleanup_before_remove")):
             _log(f"removed the stale workspace {name}")
         self._journal = Journal(self.config.state_dir, self.settings, disk=self.control.disk)
@@ -403,6 +406,7 @@ class Worker:
             raise Abandon
         if attempt.last.phase == "workspace_prepared":
             self._record(attempt, "verification_passed")
+        self._run_tool(path)
         base = str(task["base_oid"])
         if kind == "source_capture":
             body = source_capture_body(base, git.capture_files(path, base))
@@ -416,6 +420,19 @@ class Worker:
             raise Reconcile("task_invalid") from error
         attempt.commit_oid = oid
         self._governed_commit(attempt, path, oid)
+
+    def _run_tool(self, path: Path) -> None:
+        """Capability p1.tools: the adapter's tool, in the verified workspace, waited for; it ends with this
+        process whatever happens (WRK-5). Its status does not matter to the attempt; failing to run it does."""
+        if self.control.tool is None:
+            return
+        try:
+            status = run_tool(self.control.tool, path, self.config.state_dir)
+        except ToolError as error:
+            _log(f"the tool did not run: {error}")
+            raise Abandon from error
+        if status != 0:
+            _log(f"the tool exited with status {status}")
 
     def _branch_leases(self, attempt: Attempt) -> list[dict[str, Any]]:
         first = attempt.first

@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -394,6 +395,34 @@ class ReusesTheOldKey(_Tracked):
             return super()._reuse(attempt)
 
 
+class _PlainTool(_Tracked):
+    """Runs the tool as a plain child and waits for it: nothing ends it if this process is killed."""
+
+    new_session = False
+
+    def _run_tool(self, path: Path) -> None:
+        if self.control.tool is not None:
+            subprocess.run(self.control.tool, cwd=path, stdin=subprocess.DEVNULL, check=False,
+                           start_new_session=self.new_session)
+
+
+class DetachesTheTool(_PlainTool):
+    """Starts the tool in a session of its own and keeps no keeper, record or job for it (WRK-5)."""
+
+    new_session = True
+
+
+class LeavesTheToolInItsGroup(_PlainTool):
+    """Keeps the tool in its own process group, but nothing kills that group when only its pid dies (WRK-5)."""
+
+
+class IgnoresTheTool(_Tracked):
+    """Claims p1.tools but never runs the tool (ADP-2): without the tool's own check, WRK-5 would pass."""
+
+    def _run_tool(self, path: Path) -> None:
+        return
+
+
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
@@ -437,6 +466,18 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "accepts-same-body-in-any-state": (
         AcceptsSameBodyInAnyState,
         "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",
+    ),
+    "detaches-the-tool": (
+        DetachesTheTool,
+        "starts the tool in a new session with no keeper, record or job: it outlives the worker (WRK-5)",
+    ),
+    "leaves-the-tool-in-its-group": (
+        LeavesTheToolInItsGroup,
+        "runs the tool as a plain child in its own group, which nothing ends when only its pid is killed (WRK-5)",
+    ),
+    "ignores-the-tool": (
+        IgnoresTheTool,
+        "claims p1.tools but never runs the tool, so no kill could prove WRK-5 (ADP-2)",
     ),
 }
 

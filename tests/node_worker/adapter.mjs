@@ -9,6 +9,7 @@
 
 import { createInterface } from "node:readline";
 
+import { TOOLS_SUPPORTED } from "./tools.mjs";
 import { Worker } from "./worker.mjs";
 import { log } from "./util.mjs";
 
@@ -22,7 +23,7 @@ const HELLO_RESULT = {
     language: "javascript",
     homepage: "https://nodejs.org",
   },
-  capabilities: ["p1.worker", "p1.journal", "p1.failpoint-any"],
+  capabilities: ["p1.worker", "p1.journal", "p1.failpoint-any", ...(TOOLS_SUPPORTED ? ["p1.tools"] : [])],
   profiles: ["core", "strict"],
 };
 
@@ -68,8 +69,17 @@ async function handle(request) {
       if (worker && worker.state !== "exited") {
         return { seq, error: { message: "a worker of this adapter is already running" } };
       }
+      const tool = request.tool;
+      if (tool !== undefined) {
+        const argv = tool && tool.argv;
+        if (!TOOLS_SUPPORTED || !Array.isArray(argv) || argv.length === 0 || !argv.every((a) => typeof a === "string" && a)) {
+          return { seq, error: { message: `'tool' must be {"argv": [non-empty strings]} (p1.tools, POSIX only)` } };
+        }
+      }
       connectionLog = [];
-      worker = new Worker(request.config, { failpoint: request.failpoint, marker: request.marker, connectionLog });
+      worker = new Worker(request.config, {
+        failpoint: request.failpoint, marker: request.marker, connectionLog, tool: tool ? tool.argv : null,
+      });
       worker.start();
       return { seq, result: { pid: process.pid } };
     }

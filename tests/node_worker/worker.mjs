@@ -8,6 +8,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 
 import { IDENTITY_FIELDS, Journal, RANK, TERMINAL } from "./journal.mjs";
+import { runTool } from "./tools.mjs";
 import {
   GitError, TransportError, canonicalJson, git, httpJson, log, randomHex, removeNoFollow, sha256Hex, sleep,
 } from "./util.mjs";
@@ -23,13 +24,14 @@ const WRITE_PATH_RE = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 const identityKey = (obj) => canonicalJson(Object.fromEntries(IDENTITY_FIELDS.map((f) => [f, obj[f]])));
 
 export class Worker {
-  constructor(config, { failpoint, marker, connectionLog }) {
+  constructor(config, { failpoint, marker, connectionLog, tool = null }) {
     this.baseUrl = config.controlPlaneUrl;
     this.workspaceRoot = config.workspaceRoot;
     this.stateDir = config.stateDir;
     this.armed = failpoint ? { name: failpoint.name, hit: failpoint.hit } : null;
     this.marker = marker || null;
     this.connectionLog = connectionLog;
+    this.tool = tool; // p1.tools: run in every verified workspace, before the result (ADP-2, WRK-5)
     this.hits = new Map();
     this.totalHits = 0; // every site reached, whatever its name: the hit count of the name "*"
     this.state = "running"; // running | blocked | exited
@@ -393,6 +395,14 @@ export class Worker {
     await this.verifyWorkspace(att, ws);
     if (att.last.phase === "workspace_prepared") {
       await this.writeRow(att, "verification_passed", {}, { renew: true });
+    }
+    if (this.tool) {
+      try {
+        const status = await runTool(this.tool, path.join(this.workspaceRoot, ws));
+        if (status !== 0) log(`the tool exited with status ${status}`);
+      } catch (err) {
+        log(`the tool did not run: ${err.message}`);
+      }
     }
     if (task.kind === "source_capture") {
       const body = await this.capture(att, ws);

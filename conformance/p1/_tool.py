@@ -1,0 +1,110 @@
+"""The kit's long-running tool (capability ``p1.tools``, p1.md WRK-5): a small process tree that keeps
+writing into the workspace it was started in.
+
+A worker armed with ``tool`` runs it with the workspace as its working directory::
+
+    python -m resumekit.conformance.p1._tool --announce URL --while-exists FLAG [--seconds S]
+
+The tool starts a grandchild (this module again, ``--role grandchild``), waits until both have written
+once, then announces itself with ``POST _kit/tool/started`` on the kit's control plane, whose kit-side
+kill point ``tool_started`` kills the worker right there. Each of the two then rewrites its own file in
+the workspace every ``INTERVAL_S``, recreating the workspace directory if it is gone (as a build tool
+recreates its output directory), so that a survivor is seen under the workspace root after the next
+worker's startup cleanup. Nothing here runs for ever: each stops after S seconds, as soon as FLAG (a
+file of the kit's, outside the workspace root) is gone, or when the workspace root itself is gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+MODULE = "resumekit.conformance.p1._tool"
+INTERVAL_S = 0.02
+DEFAULT_SECONDS = 30.0
+FILES = {"tool": "resumekit-tool.txt", "grandchild": "resumekit-tool-grandchild.txt"}
+_READY_S = 10.0  # how long the tool waits for its grandchild's first write
+_ANNOUNCE_TIMEOUT_S = 5.0
+
+
+class _Writer:
+    """Rewrites one file in the workspace; False once the kit's flag or the workspace root is gone."""
+
+    def __init__(self, workspace: Path, role: str, flag: Path) -> None:
+        self.path = workspace / FILES[role]
+        self.workspace, self.role, self.flag = workspace, role, flag
+        self.writes = 0
+
+    def write(self) -> bool:
+        if not self.flag.exists():
+            return False
+        try:
+            self.workspace.mkdir(exist_ok=True)  # never the root: its parent must still be there
+            self.path.write_text(f"{self.role} pid {os.getpid()} write {self.writes + 1}\n", encoding="utf-8")
+        except FileNotFoundError:
+            return False  # the workspace root is gone: the kit's scenario is over
+        except OSError:
+            return True  # held open or being removed (Windows): try again next time
+        self.writes += 1
+        return True
+
+
+def _announce(url: str, writer: _Writer, grandchild: int | None) -> None:
+    body = {"pid": os.getpid(), "grandchild": grandchild, "cwd": str(writer.workspace), "writes": writer.writes}
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=_ANNOUNCE_TIMEOUT_S) as answer:
+            answer.read()
+    except OSError as error:
+        print(f"resumekit tool: the announcement to {url} failed: {error}", file=sys.stderr, flush=True)
+
+
+def _keep_writing(writer: _Writer, until: float) -> None:
+    while time.monotonic() < until and writer.write():
+        time.sleep(INTERVAL_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m resumekit.conformance.p1._tool")
+    parser.add_argument("--announce", help="the kit's _kit/tool/started URL (the tool only)")
+    parser.add_argument("--while-exists", required=True, type=Path, help="stop once this file is gone")
+    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help="stop after this long at most")
+    parser.add_argument("--role", choices=sorted(FILES), default="tool")
+    arguments = parser.parse_args(argv)
+    until = time.monotonic() + max(0.0, arguments.seconds)
+    writer = _Writer(Path(os.getcwd()), arguments.role, arguments.while_exists)
+    if arguments.role == "grandchild":
+        _keep_writing(writer, until)
+        return 0
+    child = subprocess.Popen(
+        [sys.executable, "-m", MODULE, "--while-exists", str(arguments.while_exists),
+         "--seconds", str(arguments.seconds), "--role", "grandchild"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    writer.write()
+    ready = time.monotonic() + _READY_S
+    theirs = writer.workspace / FILES["grandchild"]
+    while not theirs.exists() and child.poll() is None and time.monotonic() < ready:
+        time.sleep(0.005)
+    if arguments.announce:
+        _announce(arguments.announce, writer, child.pid if child.poll() is None else None)
+    _keep_writing(writer, until)
+    try:
+        child.wait(timeout=max(1.0, until - time.monotonic() + 1.0))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

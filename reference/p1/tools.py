@@ -1,0 +1,276 @@
+"""The reference worker's process plumbing for tools: a tool, and whatever it starts, ends with the worker
+(p1.md WRK-5), however the worker ends.
+
+POSIX: the worker does not start the tool itself but a *keeper* (``python -m resumekit.reference.p1.tools
+keep LOCK -- ARGV``) in a session and process group of its own, whose id is the keeper's pid. The keeper starts the tool
+in that group, so the tool and everything it starts (unless it leaves the group on purpose) are members.
+The worker holds the write end of a pipe whose read end is the keeper's stdin: the *lifeline*. When the
+worker dies, however it dies, the kernel closes that end and the keeper reads end-of-file; it then kills
+its whole group, itself included, with one ``killpg(SIGKILL)``. When the tool exits first, the keeper
+reaps it, reports its status on stdout and kills the group the same way, so a grandchild the tool left
+behind goes too. The group id is the keeper's own pid and the keeper is alive while it sends the kill, so
+the kill can never reach another process that happens to reuse a pid. The lifeline alone would leave a
+race: the next worker could finish its startup cleanup before a slow keeper has read its end-of-file. So
+each keeper also holds an exclusive ``flock`` on a file of its own under ``<stateDir>/tools/`` until it
+dies, and the next worker, before its cleanup, takes every such lock in turn (``wait_for_keepers``): a
+lock it gets is a keeper that has sent its group kill and is gone. What this does not cover: a member
+that moves to another group or session itself, and a kill of the keeper alone.
+
+Windows: the tool is started suspended, put in a Job Object made with
+JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE and no breakaway allowed, then resumed, so everything it starts is in
+the job from its first instruction. The worker holds the job's only handle: when the worker dies the
+system closes it and ends every process in the job; when the tool exits first the worker ends the job
+itself. (Written for Windows and type-checked for it, not run there.)
+
+git runs as a plain child of the worker (``git.run``): a git command is short and ends by itself, and a
+keeper per git command would cost an interpreter start each time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+__all__ = ["ToolError", "run_tool", "wait_for_keepers"]
+
+MODULE = "resumekit.reference.p1.tools"
+KEEPERS = "tools"  # under the state directory: one lock file per keeper
+KEEPER_WAIT_S = 10.0  # how long a startup waits for one keeper to end before it goes on without it
+
+
+class ToolError(Exception):
+    """The tool could not be started, or its keeper died without reporting the tool's status."""
+
+
+def run_tool(argv: Sequence[str], cwd: Path, state_dir: Path) -> int:
+    """Run *argv* in *cwd* with stdin from the null device and wait for it; its exit status."""
+    if not argv:
+        raise ToolError("the tool's argv is empty")
+    if sys.platform == "win32":
+        return _run_in_job(list(argv), cwd)
+    with _keeper_lock(state_dir) as lock:
+        return _run_kept(list(argv), cwd, lock)
+
+
+def wait_for_keepers(state_dir: Path) -> list[str]:
+    """Before startup cleanup: wait until every keeper an earlier process started has ended its group
+    (POSIX; on Windows the job ended with the process). The names of keepers that would not end."""
+    folder = state_dir / KEEPERS
+    if sys.platform == "win32" or not folder.is_dir():
+        return []
+    return [path.name for path in sorted(folder.glob("keeper-*.lock")) if not _retire(path, KEEPER_WAIT_S)]
+
+
+def _retire(path: Path, timeout: float) -> bool:
+    """Take a keeper's lock (its keeper is gone, or never got so far) and remove the file while holding it,
+    so that a keeper that takes the lock later finds its file gone and starts nothing; False on timeout."""
+    if sys.platform == "win32":
+        return True
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.005)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return True
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+@contextlib.contextmanager
+def _keeper_lock(state_dir: Path) -> Iterator[Path]:
+    """A fresh lock file for one keeper, removed once the keeper is gone."""
+    folder = state_dir / KEEPERS
+    folder.mkdir(exist_ok=True)
+    path = folder / f"keeper-{secrets.token_hex(8)}.lock"
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# POSIX: the keeper
+# --------------------------------------------------------------------------------------------
+
+
+def _run_kept(argv: list[str], cwd: Path, lock: Path) -> int:
+    try:
+        keeper = subprocess.Popen(
+            [sys.executable, "-m", MODULE, "keep", str(lock), "--", *argv],
+            cwd=cwd,
+            stdin=subprocess.PIPE,  # the lifeline: only this process holds its write end (close-on-exec)
+            stdout=subprocess.PIPE,
+            start_new_session=True,  # setsid in the child before exec: its own group, id = its pid
+        )
+    except OSError as error:
+        raise ToolError(f"cannot start the keeper of {argv[0]!r}: {error}") from None
+    assert keeper.stdout is not None
+    status = keeper.stdout.readline().strip()
+    keeper.stdout.close()
+    keeper.wait()  # it ends by its own group kill; the lifeline closes with it
+    if keeper.stdin is not None:
+        keeper.stdin.close()
+    try:
+        return int(status)
+    except ValueError:
+        raise ToolError(f"the keeper of {argv[0]!r} ended ({keeper.returncode}) without the tool's status") from None
+
+
+def _hold(lock: str) -> int | None:
+    """The keeper's lock, held until it dies (never inherited by the tool); None if it cannot be had,
+    which means a later worker has already taken it and the tool must not start."""
+    if sys.platform == "win32":
+        return None
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # taken, removed and made anew meanwhile
+            return None
+    except OSError:
+        return None
+    return fd
+
+
+def _keep(lock: str, argv: list[str]) -> int:
+    """The keeper's life: start the tool in this group, end the group when the tool or the worker ends."""
+    if sys.platform == "win32":
+        raise ToolError("the keeper is POSIX only: Windows uses a Job Object")
+    if _hold(lock) is None:
+        print(f"keeper: the lock {lock} is gone or taken: the worker is gone", file=sys.stderr, flush=True)
+        return 125
+
+    def end_group() -> None:
+        os.killpg(os.getpgid(0), signal.SIGKILL)  # every member at once, this process last of all
+
+    def watch_lifeline() -> None:
+        while os.read(0, 4096):  # the worker never writes; only its end closing matters
+            pass
+        end_group()
+
+    threading.Thread(target=watch_lifeline, name="lifeline", daemon=True).start()
+    try:
+        tool = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
+    except OSError as error:
+        print(f"keeper: cannot start {argv[0]!r}: {error}", file=sys.stderr, flush=True)
+        status = 127
+    else:
+        status = tool.wait()
+    try:
+        os.write(1, f"{status}\n".encode("ascii"))
+    finally:
+        end_group()
+    return status  # not reached: the group kill ends this process
+
+
+# --------------------------------------------------------------------------------------------
+# Windows: a Job Object that kills its members when its last handle closes
+# --------------------------------------------------------------------------------------------
+
+
+def _run_in_job(argv: list[str], cwd: Path) -> int:
+    if sys.platform != "win32":
+        raise ToolError("Job Objects are Windows only")
+    import ctypes
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    ntdll = ctypes.WinDLL("ntdll")
+    kernel32.CreateJobObjectW.restype = wintypes.HANDLE
+    kernel32.CreateJobObjectW.argtypes = [ctypes.c_void_p, wintypes.LPCWSTR]
+    kernel32.SetInformationJobObject.restype = wintypes.BOOL
+    kernel32.SetInformationJobObject.argtypes = [wintypes.HANDLE, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD]
+    kernel32.AssignProcessToJobObject.restype = wintypes.BOOL
+    kernel32.AssignProcessToJobObject.argtypes = [wintypes.HANDLE, wintypes.HANDLE]
+    kernel32.TerminateJobObject.restype = wintypes.BOOL
+    kernel32.TerminateJobObject.argtypes = [wintypes.HANDLE, wintypes.UINT]
+    kernel32.CloseHandle.restype = wintypes.BOOL
+    kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
+    ntdll.NtResumeProcess.restype = ctypes.c_long
+    ntdll.NtResumeProcess.argtypes = [wintypes.HANDLE]
+
+    class BasicLimits(ctypes.Structure):
+        _fields_ = [
+            ("PerProcessUserTimeLimit", ctypes.c_int64),
+            ("PerJobUserTimeLimit", ctypes.c_int64),
+            ("LimitFlags", wintypes.DWORD),
+            ("MinimumWorkingSetSize", ctypes.c_size_t),
+            ("MaximumWorkingSetSize", ctypes.c_size_t),
+            ("ActiveProcessLimit", wintypes.DWORD),
+            ("Affinity", ctypes.c_size_t),
+            ("PriorityClass", wintypes.DWORD),
+            ("SchedulingClass", wintypes.DWORD),
+        ]
+
+    class ExtendedLimits(ctypes.Structure):
+        _fields_ = [
+            ("BasicLimitInformation", BasicLimits),
+            ("IoInfo", ctypes.c_uint64 * 6),
+            ("ProcessMemoryLimit", ctypes.c_size_t),
+            ("JobMemoryLimit", ctypes.c_size_t),
+            ("PeakProcessMemoryUsed", ctypes.c_size_t),
+            ("PeakJobMemoryUsed", ctypes.c_size_t),
+        ]
+
+    extended_limit_information, kill_on_job_close, create_suspended = 9, 0x2000, 0x00000004
+    job = kernel32.CreateJobObjectW(None, None)  # not inheritable: no child can hold the job open
+    if not job:
+        raise ToolError(f"cannot create a Job Object: {ctypes.WinError(ctypes.get_last_error())}")
+    try:
+        limits = ExtendedLimits()
+        limits.BasicLimitInformation.LimitFlags = kill_on_job_close  # and no BREAKAWAY_OK: nothing leaves
+        if not kernel32.SetInformationJobObject(
+            job, extended_limit_information, ctypes.byref(limits), ctypes.sizeof(limits)
+        ):
+            raise ToolError(f"cannot set the job's limits: {ctypes.WinError(ctypes.get_last_error())}")
+        try:
+            tool = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, creationflags=create_suspended)
+        except OSError as error:
+            raise ToolError(f"cannot start {argv[0]!r}: {error}") from None
+        handle = int(tool._handle)  # type: ignore[attr-defined,unused-ignore]
+        if not kernel32.AssignProcessToJobObject(job, handle):
+            refused = ctypes.WinError(ctypes.get_last_error())
+            tool.kill()
+            tool.wait()
+            raise ToolError(f"cannot put the tool in its job: {refused}")
+        ntdll.NtResumeProcess(handle)  # only now does the tool run its first instruction
+        status = tool.wait()
+        kernel32.TerminateJobObject(job, 1)  # what the tool left running ends with it
+        return int(status)
+    finally:
+        kernel32.CloseHandle(job)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 4 and argv[0] == "keep" and argv[2] == "--":
+        return _keep(argv[1], argv[3:])
+    print(f"usage: python -m {MODULE} keep LOCK -- ARGV...", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -201,7 +201,8 @@ class _Observer:
         # The origin cannot tell which worker pushed: with a second worker holding the same attempt, the
         # push is in order if the attempt's latest row is verification_passed in either journal.
         latest = None
-        for worker in (None, *sorted({name for name, home in self.world.homes.items() if home[1] != self.world.state_dir})):
+        others = {home[1]: name for name, home in self.world.homes.items() if home[1] != self.world.state_dir}
+        for worker in (None, *others.values()):
             rows = [r for r in self._journal(worker) if r["task_id"] == task_id and r["attempt"] == attempt]
             if rows:
                 latest = rows[-1]["phase"]

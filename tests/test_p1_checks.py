@@ -72,7 +72,8 @@ def test_a_governed_side_effect_after_a_faulty_delivery_names_its_clause() -> No
     receipt = [{"endpoint": "receipt", "path": "v1/jobs/j/receipt", "status": 200}]
     replayed = dataclasses.replace(_evidence([]), deliveries=[_delivery("replayed_delivery", receipt)])
     assert _clauses(checks.delivery_checks(replayed)) == ["SCOPE-7"]
-    conflicting = dataclasses.replace(_evidence([]), deliveries=[_delivery("conflicting_delivery", receipt, job_id="x")])
+    served = _delivery("conflicting_delivery", receipt, job_id="x")
+    conflicting = dataclasses.replace(_evidence([]), deliveries=[served])
     assert _clauses(checks.delivery_checks(conflicting)) == ["SCOPE-6"]
     quiet = dataclasses.replace(_evidence([]), deliveries=[_delivery("replayed_delivery", [])])
     assert checks.delivery_checks(quiet) == []

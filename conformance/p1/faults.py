@@ -238,7 +238,9 @@ CONFLICT_FIELDS = ("execution_digest", "job_id", "base_oid", "expected_branch_oi
 class ConflictingIdentity:
     """Answer the nth claim with an attempt of the task (default: its current one) served with *changes* to
     its identity, and a new ACTIVE lease of the kit's for it. CP-5 forbids this: it is a deliberate fault of
-    the kit's, for SCOPE-6. Counted over the claims at which the task has that attempt."""
+    the kit's, for SCOPE-6. The lease has the served generation and is granted as a claim's would be (a
+    higher generation fences the branch's lower ones, CP-12); the task's own record is left as it was.
+    Counted over the claims at which the task has that attempt."""
 
     task_id: str
     changes: dict[str, Any]

@@ -378,8 +378,6 @@ NOT_YET_COVERED = {
     "KEY-3": "the reference's own key formula: other workers may use any key with the properties of KEY-1",
     "STORE-8": "needs two adapter processes on one run, which the protocol does not drive; the reference's tests "
     "run two writers on one run",
-    "SCOPE-6": "needs one attempt served with two identities, which CP-5 forbids; a kit fault for it comes later",
-    "SCOPE-7": "needs a superseded attempt delivered again; the duplicate-delivery scenarios do not reach it yet",
 }
 
 

@@ -60,6 +60,9 @@ def _run(adapter: str, report: Path, args: tuple[str, ...]) -> tuple[int, dict[s
 
 # bug -> (the run's selection, the gate it must fail, clauses of which the failing case cites one)
 CAUGHT: dict[str, tuple[tuple[str, ...], str, frozenset[str]]] = {}
+# A broken worker of the default selection (tests/test_broken_workers.py) run as both workers of the
+# two-worker scenarios: the first submits on the lease the second released, or that a new generation ended.
+TWO_WORKERS = "ignores-lost-lease, two workers"
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +80,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[i
             bug: (python_command("-m", "tests.broken.workers", bug), selection)
             for bug, (selection, _, _) in CAUGHT.items()
         },
+        TWO_WORKERS: (python_command("-m", "tests.broken.workers", "ignores-lost-lease"),
+                      ("--kind", "p1", "--only", "p1-two-workers-*")),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {
@@ -188,6 +193,25 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKER_RESTART_RESUME",
         frozenset({"ADP-2"}),
     ),
+    # The replayed attempt 1 is resumed from its journal with its revived lease: rows after attempt 2's,
+    # a receipt and a submission for it.
+    "ignores-superseded-attempts": (
+        "p1-strict-superseded-commit-attempt-served-again-gets-nothing",
+        "CHECKPOINT_SCOPE_ISOLATION",
+        frozenset({"SCOPE-7"}),
+    ),
+    # Run as a new attempt, the conflicting identity gets a workspace, a capture and a submission.
+    "ignores-identity-conflicts": (
+        "p1-strict-capture-attempt-served-with-another-digest-is-an-identity-conflict",
+        "CHECKPOINT_SCOPE_ISOLATION",
+        frozenset({"SCOPE-6"}),
+    ),
+    # Attempt 2's reused commit_done names attempt 1's row, of another Job.
+    "reuses-commit-done-across-bindings": (
+        "p1-scope-commit-job-id-differs-at-commit-done-adopts-without-a-second-push",
+        "CHECKPOINT_SCOPE_ISOLATION",
+        frozenset({"SCOPE-4"}),
+    ),
     # Taking the failed sync of result_pending for a success, the worker goes on to idle instead of
     # exiting: the wait for its exit cites JNL-8.
     "ignores-disk-errors": (
@@ -282,3 +306,17 @@ def test_a_disk_fault_fails_only_its_own_hit_of_its_own_operation() -> None:
 def test_a_tear_at_any_offset_keeps_fewer_bytes_than_the_cache() -> None:
     assert [harness._torn_length(10, at) for at in (None, 0, 1, 9, 10, 99, -1, -10, -99)] == [5, 0, 1, 9, 9, 9, 9, 0, 0]
     assert all(harness._torn_length(size, at) < size for size in (1, 2, 300) for at in range(-size - 1, size + 2))
+
+
+def test_a_worker_that_ignores_a_lost_lease_is_caught_when_a_second_worker_shares_its_task(
+    runs: dict[str, tuple[int, dict[str, Any], str]],
+) -> None:
+    code, document, output = runs[TWO_WORKERS]
+    assert code == 1, output
+    results = document["results"]
+    assert len(results) == 2 and all(result["outcome"] == "failed" for result in results), results
+    for result in results:
+        cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
+        assert "LEASE-4" in cited, (result["id"], cited)
+    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    assert verdicts["LEASE_RENEWAL_RECOVERY"] == "failed", verdicts

@@ -63,3 +63,24 @@ def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
     assert gates, "the report has no gate table"
     not_passed = {gate["gate"]: gate["verdict"] for gate in gates if gate["verdict"] != "passed"}
     assert not not_passed, not_passed
+
+
+def test_the_node_p1_worker_fences_superseded_attempts_and_identity_conflicts(tmp_path: Path) -> None:
+    """The Node worker claims strict: the faulty deliveries of SCOPE-6 and SCOPE-7 run against it too."""
+    report = tmp_path / "node-p1-strict.json"
+    adapter = f'"{NODE}" tests/node_worker/adapter.mjs' if " " in str(NODE) else f"{NODE} tests/node_worker/adapter.mjs"
+    selection = ("p1-strict-superseded-*", "p1-strict-*-identity-conflict")
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "resumekit.conformance", "run", "-q", "--adapter", adapter, "--kind", "p1",
+            "--profile", "strict", *(arg for glob in selection for arg in ("--only", glob)), "--jobs", "2",
+            "--report-json", str(report),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=TIMEOUT_S,
+    )
+    assert done.returncode == 3, done.stdout[-20000:] + done.stderr[-20000:]
+    results = json.loads(report.read_text(encoding="utf-8"))["results"]
+    assert len(results) == 6 and all(result["outcome"] == "passed" for result in results), results

@@ -556,3 +556,57 @@ def test_a_scripted_rejection_is_a_4xx_with_its_error_code_and_never_an_effect()
         Answer(on="result", status=400, effect=True)
     with pytest.raises(FaultError, match="5xx status or one of"):
         Answer(on="result", status=418)
+
+
+# ---------------------------------------------------------------- CP-21: deliveries CP-5 and CP-7 never make
+
+
+def test_serve_stale_waits_for_the_task_to_be_queued(env: Env) -> None:
+    # A claim that arrives between the kit's scripting of the fault and its issue of the stale task must not
+    # use the fault up (the cause of a flaky strict scenario under load).
+    env.cp.issue(env.task())
+    env.cp.script(F.Fence(task_id="t-1"))  # generation 2 on the branch; t-1's next attempt is stale
+    env.cp.move_clock(30_000)
+    env.cp.script(F.ServeStale(task_id="t-2"))
+    assert env.claim()["task"] is None  # before t-2 exists: the fault waits
+    assert env.cp.pending_faults() == 1
+    env.cp.issue(env.task("t-2"))
+    served = env.claim()["task"]
+    assert (served["task_id"], served["generation"]) == ("t-2", 1)
+
+
+def test_a_superseded_attempt_replayed_comes_with_its_own_lease_revived(env: Env) -> None:
+    env.cp.issue(env.task())
+    first = env.claim()
+    env.cp.script(F.ReplayAttempt(task_id="t-1", attempt=1))
+    assert env.claim()["task"] is None and env.cp.pending_faults() == 1  # attempt 1 is not superseded yet
+    env.cp.move_clock(30_000)  # expired: attempt 2 is issued, and the replay fires before it is served
+    replayed = env.claim()
+    assert replayed["task"] == first["task"] and replayed["lease"]["lease_id"] == first["lease"]["lease_id"]
+    assert replayed["lease"]["state"] == "ACTIVE"
+    lease_id = first["lease"]["lease_id"]
+    assert env.call("POST", f"v1/leases/{lease_id}/renew", {})[0] == 200
+    status, body = env.submit("t-1", 1, lease_id, env.capture())
+    assert (status, body["reason"]) == (409, "attempt_superseded")
+    assert env.call("POST", f"v1/leases/{lease_id}/release", {})[0] == 200
+    assert env.claim()["task"]["attempt"] == 2  # releasing the revived lease issues nothing new
+    (entry,) = env.kinds("replayed_delivery")
+    assert (entry["attempt"], entry["worker"], entry["lease_id"]) == (1, "w1", lease_id)
+
+
+def test_an_attempt_served_with_another_identity_gets_a_lease_no_attempt_holds(env: Env) -> None:
+    env.cp.issue(env.task())
+    first = env.claim()
+    env.cp.script(F.ConflictingIdentity(task_id="t-1", changes={"job_id": "job-other"}, worker="w2"))
+    assert env.claim("w1")["task"] is None  # another worker's claim does not fire it
+    served = env.claim("w2")
+    assert served["task"] == {**first["task"], "job_id": "job-other"}
+    assert served["lease"]["lease_id"] != first["lease"]["lease_id"] and served["lease"]["state"] == "ACTIVE"
+    assert env.cp.task("t-1")["task"]["job_id"] == "job-t-1"  # the control plane's own record is unchanged
+    assert env.submit("t-1", 1, served["lease"]["lease_id"], env.capture())[0] == 403
+    assert env.kinds("conflicting_delivery")[0]["task"]["job_id"] == "job-other"
+    for changes in ({"attempt": 2}, {"task_id": "t-9"}, {}):
+        with pytest.raises(F.FaultError):
+            F.ConflictingIdentity(task_id="t-1", changes=changes)
+    with pytest.raises(F.FaultError):
+        F.fault_from_mapping({"fault": "ReplayAttempt", "task_id": "t-1", "attempt": 0})

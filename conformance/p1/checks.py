@@ -7,6 +7,7 @@ evidence, this module only judges it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
+from resumekit.conformance.p1.cp_core import IDENTITY
 from resumekit.conformance.p1.evidence import (
     BINDING,
     COLUMNS,
@@ -60,6 +62,11 @@ class Evidence:
     idle: bool
     settings: Sequence[Mapping[str, Any]] | None  # None: the adapter does not claim p1.journal
     decoy_changed: bool
+    strict: bool = False  # the run's profile is strict: the strict clauses are checked too
+    # attempts served against CP-5 or CP-7 (SCOPE-6, SCOPE-7), each with the governed side effects after it
+    deliveries: Sequence[Mapping[str, Any]] = ()
+    second_rows: Sequence[Row] = ()  # the journal of a scenario's second worker, if it has one
+    second_snapshots: Sequence[Snapshot] = ()
 
 
 def known_failpoint(name: str) -> bool:
@@ -568,6 +575,8 @@ def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, 
                         "submissions that reached the control plane",
                     )
                 )
+        if isinstance(outcome.get("second_worker"), Mapping):
+            found += _second_outcome(task_id, f"{where}/second_worker", outcome["second_worker"], ev.second_rows)
         if "reused" in outcome:
             reused = any(row["reused_from"] is not None for row in final)
             if reused != outcome["reused"]:
@@ -580,6 +589,94 @@ def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, 
                         "whether the final attempt reused a row",
                     )
                 )
+    return found
+
+
+def superseded_checks(rows: Sequence[Row], where: str = "/journal") -> list[Mismatch]:
+    """SCOPE-7 (strict): once the journal holds a row of attempt n of a task, no row of an attempt m < n."""
+    found = []
+    highest: dict[str, int] = {}
+    for row in rows:
+        task_id, number = row["task_id"], row["attempt"]
+        later = highest.get(task_id, 0)
+        if number < later:
+            found.append(
+                _m(
+                    "SCOPE-7",
+                    f"{where}/{task_id}/{number}/{row['seq']}",
+                    f"no row of an attempt below {later}",
+                    row["phase"],
+                    f"a row of attempt {number} was written after a row of attempt {later} of the task",
+                )
+            )
+        highest[task_id] = max(later, number)
+    return found
+
+
+def delivery_checks(ev: Evidence) -> list[Mismatch]:
+    """SCOPE-6 and SCOPE-7 (strict) for the attempts the kit served against CP-5 or CP-7: no governed side
+    effect for them, and under a changed identity only ``claimed`` then ``identity_conflict``."""
+    found = []
+    for delivery in ev.deliveries:
+        conflicting = delivery["kind"] == "conflicting_delivery"
+        clause = "SCOPE-6" if conflicting else "SCOPE-7"
+        where = f"/control-plane/{delivery['task_id']}/{delivery['attempt']}/{delivery['kind']}"
+        if delivery["governed"]:
+            what = "served with a changed identity" if conflicting else "superseded by a later one, served again"
+            found.append(
+                _m(clause, f"{where}/governed", [], list(delivery["governed"]),
+                   f"a governed side effect for an attempt {what}")
+            )
+        served = delivery.get("task")
+        if not conflicting or not isinstance(served, Mapping):
+            continue
+        ident = tuple(served.get(name) for name in IDENTITY)
+        groups = attempts(ev.rows)
+        held = any(key[:2] == ident[:2] and key != ident for key in groups)
+        mine = groups.get(ident, [])
+        if held and mine:
+            phases = [(row["phase"], row["reason"]) for row in mine]
+            if phases != [("claimed", None), ("reconciliation_required", "identity_conflict")]:
+                found.append(
+                    _m(
+                        "SCOPE-6",
+                        f"/journal/{ident[0]}/{ident[1]}/served-identity",
+                        ["claimed", "reconciliation_required: identity_conflict"],
+                        [phase if reason is None else f"{phase}: {reason}" for phase, reason in phases],
+                        "rows under an identity that conflicts with the journal's for the same attempt",
+                    )
+                )
+    return found
+
+
+def second_worker_checks(ev: Evidence) -> list[Mismatch]:
+    """A second worker's journal obeys the journal's rules on its own; SUB-7 holds for its rows too."""
+    rows = ev.second_rows
+    if not rows:
+        return []
+    found = journal_checks(rows, ev.second_snapshots)
+    found += reuse_checks(rows)
+    found += submitted_backing(dataclasses.replace(ev, rows=rows))
+    if ev.strict:
+        found += superseded_checks(rows, "/second-journal")
+    return [dataclasses.replace(m, pointer="/second-worker" + m.pointer) for m in found]
+
+
+def _second_outcome(task_id: str, where: str, outcome: Mapping[str, Any], rows: Sequence[Row]) -> list[Mismatch]:
+    """Where the task's final attempt ended in the second worker's journal, and how many attempts it has
+    there (no rows at all: ``attempts: 0``)."""
+    mine = [group for ident, group in attempts(rows).items() if ident[0] == task_id]
+    last = mine[-1][-1] if mine else None
+    found = []
+    if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
+        found.append(_m("FPT-4", f"{where}/final", outcome["final"], last["phase"] if last else None,
+                        "the task's final attempt in the second worker's journal ended elsewhere"))
+    if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
+        found.append(_m("PHASE-4", f"{where}/reason", outcome["reason"], last["reason"] if last else None,
+                        "another reconciliation reason in the second worker's journal"))
+    if "attempts" in outcome and len(mine) != outcome["attempts"]:
+        found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine),
+                        "attempts with rows in the second worker's journal"))
     return found
 
 
@@ -596,6 +693,10 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found += settings_checks(ev.settings)
     if ev.decoy_changed:
         found.append(_m("CLEAN-2", "/decoy", "unchanged", "changed", "something outside the workspace root changed"))
+    if ev.strict:
+        found += superseded_checks(ev.rows)
+        found += delivery_checks(ev)
+    found += second_worker_checks(ev)
     found += outcome_checks(expect, names, ev)
     return found
 

@@ -545,12 +545,28 @@ def prepare(state: State, request: Request) -> Plan:
     if endpoint == "claim":
         plan.claim_faults = _take(
             state,
-            lambda f: isinstance(f, (F.DuplicateDelivery, F.ServeStale))
-            and (getattr(f, "worker", None) in (None, request.worker)),
+            lambda f: isinstance(f, CLAIM_FAULTS)
+            and (getattr(f, "worker", None) in (None, request.worker))
+            and _claim_fault_applies(state, f),
         )
     if body_error is None and isinstance(body, dict):
         plan.moments.extend(_moments(state, request, endpoint, params, body))
     return plan
+
+
+CLAIM_FAULTS = (F.DuplicateDelivery, F.ServeStale, F.ReplayAttempt, F.ConflictingIdentity)
+
+
+def _claim_fault_applies(state: State, fault: F.Fault) -> bool:
+    """Whether a claim counts for a claim fault: the faults that need a task in some state wait for it."""
+    rec = state.tasks.get(getattr(fault, "task_id", ""))
+    if isinstance(fault, F.ServeStale):
+        return rec is not None and rec.state == "QUEUED"
+    if isinstance(fault, F.ReplayAttempt):
+        return rec is not None and fault.attempt < rec.current["attempt"]
+    if isinstance(fault, F.ConflictingIdentity):
+        return rec is not None and (fault.attempt or 1) <= rec.current["attempt"]
+    return True
 
 
 def _moments(
@@ -697,8 +713,43 @@ def _pick(state: State, stale_ok: set[str]) -> str | None:
     return None
 
 
+def _faulty_delivery(
+    state: State, request: Request, heads: Heads, log: Log, fault: F.ReplayAttempt | F.ConflictingIdentity
+) -> Outcome:
+    """A claim answered with an attempt CP-5 and CP-7 would never serve (SCOPE-6, SCOPE-7): a superseded
+    attempt replayed, or an attempt served with a changed identity, each with a new ACTIVE lease, so that a
+    worker that does not fence it can go on to a governed side effect the kit then sees."""
+    rec = state.tasks[fault.task_id]
+    if isinstance(fault, F.ReplayAttempt):
+        number, changes, kind = fault.attempt, {}, "replayed_delivery"
+    else:
+        number, changes, kind = fault.attempt or rec.current["attempt"], dict(fault.changes), "conflicting_delivery"
+    served = {**copy.deepcopy(rec.attempts[number - 1]), **copy.deepcopy(changes)}
+    _check_task(state, served, [])
+    replayed = isinstance(fault, F.ReplayAttempt)
+    earlier = rec.lease_of.get(number)
+    if replayed and earlier is not None:
+        # The old claim answer again, its lease revived as a control plane that lost its lease state would
+        # (CP-12 never does this): a worker that resumes the attempt from its journal renews it with success.
+        lease = state.leases[earlier]
+        lease.data.update(state="ACTIVE", expires_at_ms=state.now_ms + lease.data["ttl_ms"])
+        log.add("lease", event="revived", lease=lease_view(lease))
+    else:
+        # A conflicting identity gets a lease of the kit's, which no real attempt of the task holds.
+        lease = _grant(state, log, served, generation=served["generation"], official=replayed,
+                       holder=request.worker, heads=heads)
+        if replayed:
+            rec.lease_of[number] = lease.data["lease_id"]
+    log.add(kind, task_id=fault.task_id, attempt=number, worker=request.worker, task=copy.deepcopy(served),
+            lease_id=lease.data["lease_id"], earlier_lease_id=earlier, fault=F.fault_to_mapping(fault))
+    answer = {"task": served, "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
+    return Outcome(*_ok(state, 200, **answer), [])
+
+
 def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     for fault in plan.claim_faults:
+        if isinstance(fault, (F.ReplayAttempt, F.ConflictingIdentity)):
+            return _faulty_delivery(state, request, heads, log, fault)
         if isinstance(fault, F.DuplicateDelivery):
             rec = state.tasks.get(fault.task_id)
             lease_id = None if rec is None else rec.lease_of.get(rec.current["attempt"])

@@ -195,7 +195,10 @@ class DuplicateDelivery:
 
 @dataclass(frozen=True, slots=True)
 class ServeStale:
-    """Let the nth claim serve the task's QUEUED attempt although its generation is below the branch's."""
+    """Let the nth claim serve the task's QUEUED attempt although its generation is below the branch's.
+
+    Counted over the claims at which the task has a QUEUED attempt, so that a claim the worker sends
+    before the kit has issued the task does not use the fault up."""
 
     task_id: str
     nth: int = 1
@@ -205,6 +208,64 @@ class ServeStale:
         _nth(self.nth)
         if self.on != "claim":
             raise FaultError("ServeStale fires on claims only")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayAttempt:
+    """Answer the nth claim with attempt *attempt* of the task, superseded by a later one, as served then,
+    with its own lease made ACTIVE again (a new one if it never had one): a replayed, faulty delivery
+    (SCOPE-7). Counted over the claims at which the task's current attempt is above *attempt*."""
+
+    task_id: str
+    attempt: int
+    nth: int = 1
+    worker: str | None = None
+    on: str = "claim"
+
+    def __post_init__(self) -> None:
+        _nth(self.nth)
+        if self.on != "claim":
+            raise FaultError("ReplayAttempt fires on claims only")
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            raise FaultError(f"ReplayAttempt.attempt must be an integer >= 1, not {self.attempt!r}")
+
+
+# The identity fields a ConflictingIdentity may change: every one but task_id and attempt, which name the
+# attempt served, and repository, which would need another origin.
+CONFLICT_FIELDS = ("execution_digest", "job_id", "base_oid", "expected_branch_oid", "target_branch", "generation")
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictingIdentity:
+    """Answer the nth claim with an attempt of the task (default: its current one) served with *changes* to
+    its identity, and a new ACTIVE lease of the kit's for it. CP-5 forbids this: it is a deliberate fault of
+    the kit's, for SCOPE-6. The lease has the served generation and is granted as a claim's would be (a
+    higher generation fences the branch's lower ones, CP-12); the task's own record is left as it was.
+    Counted over the claims at which the task has that attempt."""
+
+    task_id: str
+    changes: dict[str, Any]
+    attempt: int | None = None
+    nth: int = 1
+    worker: str | None = None
+    on: str = "claim"
+
+    def __post_init__(self) -> None:
+        _nth(self.nth)
+        if self.on != "claim":
+            raise FaultError("ConflictingIdentity fires on claims only")
+        if not isinstance(self.changes, dict) or not self.changes:
+            raise FaultError("ConflictingIdentity.changes must be a non-empty mapping of identity fields")
+        unknown = sorted(set(self.changes) - set(CONFLICT_FIELDS))
+        if unknown:
+            raise FaultError(
+                f"ConflictingIdentity.changes cannot change {', '.join(unknown)}; it may change "
+                f"{', '.join(CONFLICT_FIELDS)}"
+            )
+        if self.attempt is not None and (
+            isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1
+        ):
+            raise FaultError(f"ConflictingIdentity.attempt must be an integer >= 1, not {self.attempt!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +335,8 @@ Fault = (
     | KillPoint
     | DuplicateDelivery
     | ServeStale
+    | ReplayAttempt
+    | ConflictingIdentity
     | SecondLease
     | Fence
     | MoveBranch
@@ -290,6 +353,8 @@ FAULT_TYPES: dict[str, type[Any]] = {
         KillPoint,
         DuplicateDelivery,
         ServeStale,
+        ReplayAttempt,
+        ConflictingIdentity,
         SecondLease,
         Fence,
         MoveBranch,

@@ -112,6 +112,13 @@ class _World:
     watch_for: str | None = None  # the worker whose first request starts the WRK-5 watch
     watch: _RootWatch | None = None
     tool_writes: dict[str, int] = field(default_factory=dict)  # the tool's writes found just after the kill
+    # worker name -> (workspace root, state directory), for a scenario's second worker (its own pair)
+    homes: dict[str, tuple[Path, Path]] = field(default_factory=dict)
+    second_snapshots: list[evidence.Snapshot] = field(default_factory=list)
+
+    def home(self, worker: str | None) -> tuple[Path, Path]:
+        """The workspace root and state directory of the worker behind a base-URL name."""
+        return self.homes.get(worker or "", (self.workspace_root, self.state_dir))
 
 
 class _RootWatch:
@@ -158,7 +165,14 @@ class _Observer:
         self.world, self.profile = world, profile
         self.lock = threading.Lock()
 
-    def _journal(self) -> list[evidence.Row]:
+    def _journal(self, worker: str | None = None) -> list[evidence.Row]:
+        state_dir = self.world.home(worker)[1]
+        if state_dir != self.world.state_dir:
+            # A second worker's journal: never on the power-loss layer.
+            try:
+                return evidence.read_journal(state_dir)
+            except evidence.JournalUnreadable:
+                return []
         try:
             if self.world.layer is not None:
                 with self.lock:
@@ -181,7 +195,7 @@ class _Observer:
                 # CLEAN-1: cleanup is done by the first request, which waits for this answer meanwhile.
                 self.world.watch = _RootWatch(self.world.workspace_root, self.world.start_listing.get(worker, []))
         before = [name for name in self.world.start_listing.get(worker, []) if name.startswith("task-")]
-        now = set(evidence.listing(self.world.workspace_root))
+        now = set(evidence.listing(self.world.home(worker)[0]))
         left = sorted(name for name in before if name in now and name not in self.world.swapped)
         if left:
             return self._problem(
@@ -194,7 +208,7 @@ class _Observer:
         return []
 
     def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]:
-        rows = [r for r in self._journal() if r["task_id"] == task_id and r["attempt"] == attempt]
+        rows = [r for r in self._journal(worker) if r["task_id"] == task_id and r["attempt"] == attempt]
         pending = [r for r in rows if r["phase"] == "result_pending"]
         if not any(r["idempotency_key"] == key and r["result_hash"] == result_hash for r in pending):
             return self._problem(
@@ -209,8 +223,16 @@ class _Observer:
     def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]:
         if self.profile != "strict":
             return []
-        rows = [r for r in self._journal() if r["task_id"] == task_id and r["attempt"] == attempt]
-        if not rows or (rows[-1]["phase"] != "commit_done" and "commit_done" not in {r["phase"] for r in rows}):
+        rows = [r for r in self._journal(worker) if r["task_id"] == task_id and r["attempt"] == attempt]
+        # A reused result_pending carries an earlier attempt's commit_done, and SCOPE-3 has the new attempt
+        # report its receipt after it (COMMIT-4): the commit is durable in the attempt's rows either way.
+        carried = any(
+            r["phase"] == "result_pending" and r["reused_from"] is not None and r["commit_oid"] == commit_oid
+            for r in rows
+        )
+        if not carried and (
+            not rows or (rows[-1]["phase"] != "commit_done" and "commit_done" not in {r["phase"] for r in rows})
+        ):
             return self._problem(
                 "COMMIT-5",
                 f"/tasks/{task_id}/attempts/{attempt}/receipt",
@@ -221,8 +243,16 @@ class _Observer:
         return []
 
     def on_push(self, task_id: str, attempt: int, ref: str, old: str, new: str) -> list[str]:
-        rows = [r for r in self._journal() if r["task_id"] == task_id and r["attempt"] == attempt]
-        latest = rows[-1]["phase"] if rows else None
+        # The origin cannot tell which worker pushed: with a second worker holding the same attempt, the
+        # push is in order if the attempt's latest row is verification_passed in either journal.
+        latest = None
+        others = {home[1]: name for name, home in self.world.homes.items() if home[1] != self.world.state_dir}
+        for worker in (None, *others.values()):
+            rows = [r for r in self._journal(worker) if r["task_id"] == task_id and r["attempt"] == attempt]
+            if rows:
+                latest = rows[-1]["phase"]
+                if latest == "verification_passed":
+                    break
         if latest != "verification_passed":
             return self._problem(
                 "COMMIT-2",
@@ -246,8 +276,21 @@ class _Observer:
 class _Worker:
     """The adapter process that runs the worker; a new one after every kill."""
 
-    def __init__(self, case: ScenarioCase, factory: Factory, world: _World, control: ControlPlane) -> None:
+    def __init__(
+        self,
+        case: ScenarioCase,
+        factory: Factory,
+        world: _World,
+        control: ControlPlane,
+        label: str = "w",
+        home: tuple[Path, Path] | None = None,
+    ) -> None:
         self.case, self.factory, self.world, self.control = case, factory, world, control
+        # A scenario's second worker has names of its own (b1, b2, ...) and its own pair of directories
+        # (WRK-1: a pair serves one worker); kill points and power cuts stay the first worker's.
+        self.label = label
+        self.primary = home is None
+        self.workspace_root, self.state_dir = home if home is not None else (world.workspace_root, world.state_dir)
         self.adapter: ProcessAdapter | None = None
         self.count = 0
         self.name = ""
@@ -304,14 +347,15 @@ class _Worker:
     ) -> None:
         self.ensure_adapter()
         self.count += 1
-        self.name = f"w{self.count}"
-        self.world.start_listing[self.name] = evidence.listing(self.world.workspace_root)
+        self.name = f"{self.label}{self.count}"
+        self.world.homes[self.name] = (self.workspace_root, self.state_dir)
+        self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
         self.marker = self.world.root / f"exit-{self.name}.marker"
         fields: dict[str, Any] = {
             "config": {
                 "controlPlaneUrl": self.control.base_url(self.name),
-                "workspaceRoot": str(self.world.workspace_root),
-                "stateDir": str(self.world.state_dir),
+                "workspaceRoot": str(self.workspace_root),
+                "stateDir": str(self.state_dir),
             },
             "marker": str(self.marker),
         }
@@ -332,7 +376,8 @@ class _Worker:
         self.exited = False
         pid = self.ask("p1.worker.start", **fields).get("pid")
         self._adopt(pid, "p1.worker.start")
-        self.world.kill_current = self._kill_now
+        if self.primary:
+            self.world.kill_current = self._kill_now
 
     def _tool_argv(self, seconds: float) -> list[str]:
         """The kit's tool (p1.tools): this interpreter, so it runs wherever the kit runs."""
@@ -358,7 +403,7 @@ class _Worker:
 
     def _freeze(self) -> None:
         """Under power loss, the instant of the cut, just before a kill: no sync lands after it."""
-        if self.world.layer is not None:
+        if self.world.layer is not None and self.primary:
             with contextlib.suppress(LayerError):  # a layer that fails shows in the cut that follows
                 self.world.layer.freeze()
 
@@ -390,10 +435,10 @@ class _Worker:
             # "idle" counts only once the worker has seen the world as the kit last left it: a claim
             # answered without a task after the kit's last change (OUT-2).
             fresh = (wanted, state) not in (("idle", "idle"), ("settled", "idle")) or _empty_claim_since(
-                self.control.log(), self.world.changed_at
+                self.control.log(), self.world.changed_at, self.name
             )
             if wanted == "blocked" and state == "idle" and self.world.until_unreached:
-                if _empty_claim_since(self.control.log(), self.world.changed_at):
+                if _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
                     raise _Unreached
                 time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
                 state = "running"
@@ -462,7 +507,7 @@ class _Worker:
             if state == "blocked":
                 self._confirm_block(answer)
                 return "blocked"
-            if state == "idle" and _empty_claim_since(self.control.log(), self.world.changed_at):
+            if state == "idle" and _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
                 return "idle"
             if state not in ("idle", "running"):
                 raise _Abort(
@@ -499,8 +544,8 @@ class _Worker:
             )
         if "pid" in answer and answer["pid"] != self.pid:
             self._adopt(answer["pid"], "p1.worker.wait")
-        task_rows = _latest_task_rows(self.world)
-        temporaries = [n for n in evidence.listing(self.world.state_dir / "tasks") if n.endswith(".tmp")]
+        task_rows = _latest_task_rows(self.state_dir)
+        temporaries = [n for n in evidence.listing(self.state_dir / "tasks") if n.endswith(".tmp")]
         problem = checks.failpoint_state(str(name), task_rows, temporaries)
         if problem is not None:
             raise _Abort(
@@ -566,10 +611,11 @@ class _Worker:
         self.adapter = None
         self.pid = None
         self.tool = False
-        self.world.kill_current = None
+        if self.primary:
+            self.world.kill_current = None
         if tool:
             self._after_tool_kill()
-        if self.world.layer is not None:
+        if self.world.layer is not None and self.primary:
             self._power_cut(self.world.layer)
 
     def _power_cut(self, layer: PowerLayer) -> None:
@@ -612,7 +658,8 @@ class _Worker:
                 )
             )
         self.pid = None
-        self.world.kill_current = None
+        if self.primary:
+            self.world.kill_current = None
 
     def read_settings(self) -> None:
         if self.adapter is not None and self.adapter.process is not None and self.claims_journal:
@@ -882,13 +929,16 @@ def _run(
             observer = _Observer(world, profile)
             control = ControlPlane(log_path=world.root / "control-plane.jsonl", ttl_ms=case.ttl_ms, observer=observer)
             worker = _Worker(case, factory, world, control)
+            second = _second_worker(case, factory, world, control, steps)
             control.start()
             try:
-                return _drive(case, world, control, worker, profile, steps)
+                return _drive(case, world, control, worker, profile, steps, second)
             finally:
                 if stats is not None:
                     stats.update(kills=world.kills, unfired=control.pending_faults())
                 worker.close()
+                if second is not None:
+                    second.close()
                 control.close()
     except _Abort as abort:
         return abort.result
@@ -906,6 +956,7 @@ def _drive(
     worker: _Worker,
     profile: str,
     steps: Sequence[Mapping[str, Any]],
+    second: _Worker | None = None,
 ) -> CaseResult:
     deadline = time.monotonic() + (case.budget if isinstance(case, SoakCase) else SCENARIO_BUDGET)
     for repository, origin in world.origins.items():
@@ -985,6 +1036,8 @@ def _drive(
             _swap_for_link(world, argument["name"])
         elif verb == "watch_root":
             summary = _watch_root(worker, world, int(argument.get("ms", 1000)))
+        elif verb == "second_worker" and second is not None:
+            _second_step(second, world, argument, deadline)
         else:  # the schema allows no other verb
             raise _Abort(worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
     if world.tool_flag is not None:
@@ -995,6 +1048,11 @@ def _drive(
     rows = _journal_or_abort(worker, world)
     world.snapshots.append(evidence.Snapshot.of(rows))
     names = {name: template["task_id"] for name, template in case.tasks.items()}
+    second_rows: list[evidence.Row] = []
+    if second is not None:
+        second.read_settings()
+        second_rows = _journal_or_abort(second, world, second.state_dir)
+        world.second_snapshots.append(evidence.Snapshot.of(second_rows))
     gathered = checks.Evidence(
         rows=rows,
         snapshots=tuple(world.snapshots),
@@ -1004,6 +1062,10 @@ def _drive(
         idle=last_wait == "idle",
         settings=worker.settings if worker.claims_journal else None,
         decoy_changed=_decoy_digest(world) != decoy_before,
+        strict=profile == "strict",
+        deliveries=_faulty_deliveries(control.log()),
+        second_rows=second_rows,
+        second_snapshots=tuple(world.second_snapshots),
     )
     verdict = checks.judge(case.expect, names, gathered)
     mismatches = tuple(world.moment_problems) + tuple(verdict)
@@ -1033,7 +1095,88 @@ def _resolve(changes: Mapping[str, Any], origins: Mapping[str, Origin], reposito
 def _script(control: ControlPlane, world: _World, fault: Mapping[str, Any]) -> None:
     if fault.get("fault") == "KillPoint":
         world.kill_armed.add(str(fault["name"]))
+    if fault.get("fault") == "ConflictingIdentity" and isinstance(fault.get("changes"), Mapping):
+        # The changed identity may name the kit's commits (@base, @later) as a re-issue does.
+        try:
+            repository = control.task(str(fault.get("task_id")))["task"]["repository"]
+        except KeyError:
+            raise KitError(f"ConflictingIdentity names the task {fault.get('task_id')!r}, not issued yet") from None
+        fault = {**fault, "changes": _resolve(fault["changes"], world.origins, repository)}
     control.script(fault_from_mapping(fault))
+
+
+# ---------------------------------------------------------------- a second worker on the same control plane
+
+SECOND_VERBS = ("start", "wait", "kill", "stop", "continue")
+
+
+def _second_worker(
+    case: ScenarioCase, factory: Factory, world: _World, control: ControlPlane, steps: Sequence[Mapping[str, Any]]
+) -> _Worker | None:
+    """The scenario's second worker, if a step names it: its own adapter process, workspace root and state
+    directory, on the same control plane and origins (a task handed to two workers, RESUME-4, LEASE-4)."""
+    if not any("second_worker" in step for step in steps):
+        return None
+    home = (world.root / "workspaces-second", world.root / "state-second")
+    for path in home:
+        path.mkdir()
+    return _Worker(case, factory, world, control, label="b", home=home)
+
+
+def _second_step(second: _Worker, world: _World, step: Mapping[str, Any], deadline: float) -> None:
+    """One step of the second worker: start, wait, kill, stop or continue, as for the first."""
+    if not isinstance(step, Mapping) or len(step) != 1 or next(iter(step)) not in SECOND_VERBS:
+        raise _Abort(second.fail(f"second_worker takes one of {', '.join(SECOND_VERBS)}, not {step!r}",
+                                 outcome=Outcome.ERRORED))
+    ((verb, argument),) = step.items()
+    if verb == "start":
+        second.start(argument.get("failpoint"))
+    elif verb == "wait":
+        if argument == "killed":
+            raise _Abort(second.fail("kit-side kill points kill the first worker only", outcome=Outcome.ERRORED))
+        second.wait(argument, deadline)
+        world.second_snapshots.append(evidence.Snapshot.of(_journal_or_abort(second, world, second.state_dir)))
+    elif verb == "kill":
+        second.kill()
+    elif verb == "stop":
+        second.stop()
+    else:
+        point = argument.get("failpoint")
+        fields = {"failpoint": {"name": point["name"], "hit": point.get("hit", 1)}} if point else {}
+        second.ask("p1.worker.continue", **fields)
+        second.armed = point["name"] if point else None
+
+
+def _faulty_deliveries(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each attempt the control plane served against CP-5 or CP-7 (ReplayAttempt, ConflictingIdentity),
+    with the governed side effects that followed it from the worker it was served to, up to that worker's
+    next claim: one attempt at a time (WRK-2), so every one of them was made for the attempt served."""
+    found = []
+    for index, entry in enumerate(log):
+        if entry.get("kind") not in ("replayed_delivery", "conflicting_delivery"):
+            continue
+        worker, number = entry.get("worker"), entry.get("request")
+        governed: list[dict[str, Any]] = []
+        for later in log[index + 1 :]:
+            if later.get("request") == number:
+                continue  # the claim that carried the delivery
+            if later.get("kind") == "request" and later.get("worker") == worker:
+                if later.get("endpoint") == "claim":
+                    break
+                if later.get("endpoint") in ("result", "receipt"):
+                    governed.append({"endpoint": later["endpoint"], "path": later.get("path"),
+                                     "status": later.get("status")})
+            elif later.get("kind") == "push" and later.get("task_id") == entry.get("task_id"):
+                governed.append({"endpoint": "push", "ref": later.get("ref"), "accepted": later.get("accepted")})
+        found.append({
+            "kind": entry["kind"],
+            "task_id": entry.get("task_id"),
+            "attempt": entry.get("attempt"),
+            "worker": worker,
+            "task": entry.get("task"),
+            "governed": governed,
+        })
+    return found
 
 
 def _expected(control: ControlPlane, world: _World) -> dict[str, dict[str, Any]]:
@@ -1071,10 +1214,10 @@ def _unrecorded_claims(control: ControlPlane, world: _World, rows: Sequence[evid
     return unrecorded
 
 
-def _latest_task_rows(world: _World) -> list[evidence.Row]:
+def _latest_task_rows(state_dir: Path) -> list[evidence.Row]:
     """The rows of the task the worker works on now: the task of the journal's latest row."""
     try:
-        rows = evidence.read_journal(world.state_dir)
+        rows = evidence.read_journal(state_dir)
     except evidence.JournalUnreadable:
         return []
     if not rows:
@@ -1118,21 +1261,26 @@ def _control_evidence(control: ControlPlane, world: _World) -> dict[str, Any]:
     return {"submissions": submissions, "tasks": tasks, "leases": leases, "pushes": pushes, "commits": commits}
 
 
-def _empty_claim_since(log: Sequence[Mapping[str, Any]], since: int) -> bool:
-    """Whether a claim answered without a task came after the kit's last change (OUT-2)."""
+def _empty_claim_since(log: Sequence[Mapping[str, Any]], since: int, worker: str | None = None) -> bool:
+    """Whether a claim answered without a task came after the kit's last change (OUT-2), from *worker*
+    if named (with two workers, one's empty claim says nothing of the other)."""
     granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
+    # Claims answered with a task but no new lease: a duplicate, replayed or conflicting delivery.
+    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
+    granted |= {e.get("request") for e in log if e.get("kind") in delivered}
     return any(
         e.get("kind") == "request"
         and e.get("endpoint") == "claim"
         and e.get("status") == 200
         and e.get("request") not in granted
+        and (worker is None or e.get("worker") == worker)
         for e in log[since:]
     )
 
 
-def _journal_or_abort(worker: _Worker, world: _World) -> list[evidence.Row]:
+def _journal_or_abort(worker: _Worker, world: _World, state_dir: Path | None = None) -> list[evidence.Row]:
     try:
-        return evidence.read_journal(world.state_dir)
+        return evidence.read_journal(world.state_dir if state_dir is None else state_dir)
     except evidence.JournalUnreadable as error:
         raise _Abort(worker.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
 

@@ -243,12 +243,11 @@ class Worker:
         self.control.check_stop()
         if phase in ("workspace_prepared", "verification_passed", "source_capture_done", "commit_done",
                      "result_pending") and not self._renew(attempt):
-            if phase == "commit_done":
-                pass  # the origin holds C: record it; the convergence check ends the attempt (COMMIT-4)
-            elif phase == "result_pending" and attempt.last.phase == "commit_done":
+            if phase == "result_pending" and attempt.last.phase == "commit_done":
                 raise Reconcile("lease_not_converged")  # COMMIT-4: a lost lease after commit_done
-            else:
-                raise Abandon
+            # LEASE-4: abandoned, no row; at the commit_done boundary too, even with C on the origin
+            # (p1.md 0.4): the next official attempt adopts it.
+            raise Abandon
         values = {**attempt.identity, "phase": phase, "lease_id": attempt.lease_id, **columns}
         row = self.journal.append(values)
         attempt.rows.append(row)
@@ -279,8 +278,8 @@ class Worker:
         same = [row for row in rows if row.identity == identity]
         if same:  # RESUME-4: duplicate delivery
             attempt = Attempt(same)
-            if attempt.last.phase in TERMINAL:
-                self._release(lease_id)
+            if attempt.last.phase in TERMINAL or self._superseded(attempt):
+                self._release(lease_id)  # SCOPE-7: a superseded attempt served again gets no row either
             else:
                 self._resume(attempt, count_recovery=False)
             return

@@ -423,6 +423,56 @@ class IgnoresTheTool(_Tracked):
         return
 
 
+class IgnoresSupersededAttempts(_Tracked):
+    """Takes a superseded attempt served again for an attempt of its own: resumes or starts it although
+    the journal holds rows of a later attempt of the task (SCOPE-7)."""
+
+    def _superseded(self, attempt: reference.Attempt) -> bool:
+        return False
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        real_rows = self.journal.rows
+
+        def rows() -> list[Row]:  # the later attempts of the served task, out of sight
+            return [r for r in real_rows() if r.task_id != task.get("task_id") or r.attempt <= task.get("attempt", 0)]
+
+        with _patched(self.journal, "rows", rows):
+            super()._served(task, lease)
+
+
+class IgnoresIdentityConflicts(_Tracked):
+    """Takes an attempt served with another identity than its rows for a new attempt and runs it (SCOPE-6)."""
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        real_rows = self.journal.rows
+        served = tuple(task.get(name) for name in journal.IDENTITY_FIELDS)
+
+        def rows() -> list[Row]:  # the other identity's rows of the same attempt, out of sight
+            return [r for r in real_rows() if r.identity[:2] != served[:2] or r.identity == served]
+
+        with _patched(self.journal, "rows", rows):
+            super()._served(task, lease)
+
+
+class ReusesCommitDoneAcrossBindings(_Tracked):
+    """Reuses an earlier attempt's commit_done, whatever its binding, instead of its own convergence from
+    claimed: a governed commit's row carried into another Job (SCOPE-3, SCOPE-4)."""
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        first = attempt.first
+        done = [
+            row
+            for row in self.journal.rows()
+            if row.task_id == first.task_id and row.attempt < first.attempt and row.phase == "commit_done"
+        ]
+        if self._kind(attempt) != "commit" or not done:
+            return super()._reuse(attempt)
+        source = done[-1]
+        self._record(attempt, "commit_done", result_hash=source.result_hash, result_body=source.result_body,
+                     commit_oid=source.commit_oid, reused_from=source.seq)
+        return True
+
+
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
@@ -478,6 +528,18 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "ignores-the-tool": (
         IgnoresTheTool,
         "claims p1.tools but never runs the tool, so no kill could prove WRK-5 (ADP-2)",
+    ),
+    "ignores-superseded-attempts": (
+        IgnoresSupersededAttempts,
+        "resumes or starts a superseded attempt served again, writing rows and submitting for it (SCOPE-7)",
+    ),
+    "ignores-identity-conflicts": (
+        IgnoresIdentityConflicts,
+        "runs an attempt served with another identity than its rows as a new one (SCOPE-6)",
+    ),
+    "reuses-commit-done-across-bindings": (
+        ReusesCommitDoneAcrossBindings,
+        "reuses an earlier attempt's commit_done under another binding (SCOPE-3, SCOPE-4)",
     ),
 }
 

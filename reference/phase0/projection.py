@@ -150,16 +150,13 @@ def is_partial_event(event: Mapping[str, Any]) -> bool:
     return event.get("partial") is True
 
 
-class _ToolFact(NamedTuple):
-    """One non-partial `function_call` or `function_response`, as the projection reads it."""
-
-    position: int  # 0-based index in the committed prefix
-    event_id: str
-    kind: str  # FUNCTION_CALL or FUNCTION_RESPONSE
-    call_id: str  # the tool-call id: `content.id`
-    name: str
-    args: Any  # calls only; the input's own object
-    is_error: bool  # responses only: `content.isError` exactly `true`
+# One non-partial `function_call` or `function_response`, as the projection reads it:
+# (position, event_id, kind, call_id, name, is_error), where position is the 0-based index in the
+# committed prefix, kind is FUNCTION_CALL or FUNCTION_RESPONSE, call_id is `content.id`, and is_error
+# (responses only) is `content.isError` exactly `true`. A plain tuple of strings, ints and bools on
+# purpose: the collector stops tracking such a tuple once it has seen it (a NamedTuple it tracks for
+# ever), so a million facts do not make it sweep the whole heap. A call's `args` is read from its event.
+_ToolFact = tuple[int, str, str, str, str, bool]
 
 
 def _event_id(position: int, event: Mapping[str, Any]) -> str:
@@ -177,10 +174,7 @@ def _tool_fact(position: int, event: Mapping[str, Any], content: Mapping[str, An
         raise ValueError(
             f"{kind} at position {position} has an unreadable tool-call id {call_id!r} or name {name!r} (EVT-2)"
         )
-    # position, event_id, kind, call_id, name, args, is_error (positional: keywords cost a third more)
-    return _ToolFact(
-        position, _event_id(position, event), kind, call_id, name, content.get("args"), content.get("isError") is True
-    )
+    return (position, _event_id(position, event), kind, call_id, name, content.get("isError") is True)
 
 
 class _Scan(NamedTuple):
@@ -215,8 +209,7 @@ def _scan(events: Sequence[Mapping[str, Any]], *, strict: bool) -> _Scan:
         content = event.get("content")
         # EVT-2 (a dict tested first: the abstract Mapping check costs more than the rest of the rule)
         if (type(content) is dict or isinstance(content, Mapping)) and content.get("kind") in tool_kinds:
-            fact = _tool_fact(position, event, content)
-            facts.append(fact)
+            facts.append(_tool_fact(position, event, content))
         if not strict:
             continue
         event_id = event.get("id")
@@ -273,32 +266,33 @@ def _identity_conflict(event_id: str, expected: tuple[Any, ...], actual: tuple[A
 # --------------------------------------------------------------------------------------------
 
 
-def _project(facts: Sequence[_ToolFact]) -> dict[str, dict[str, Any]]:
+def _project(events: Sequence[Mapping[str, Any]], facts: Sequence[_ToolFact]) -> dict[str, dict[str, Any]]:
     operations: dict[str, dict[str, Any]] = {}  # tool-call id -> operation, in call order
-    for fact in facts:
-        if fact.kind == FUNCTION_CALL:
-            if fact.call_id not in operations:  # OP-1: the first call wins
-                operations[fact.call_id] = {
-                    "toolCallId": fact.call_id,
-                    "toolName": fact.name,
-                    "args": fact.args,
+    for position, event_id, kind, call_id, name, is_error in facts:
+        if kind == FUNCTION_CALL:
+            if call_id not in operations:  # OP-1: the first call wins
+                operations[call_id] = {
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "args": events[position]["content"].get("args"),
                     "status": INDETERMINATE,  # OP-5 until a response settles it
-                    "callRuntimeEventId": fact.event_id,
+                    "callRuntimeEventId": event_id,
                 }
             continue
-        operation = operations.get(fact.call_id)
+        operation = operations.get(call_id)
         if operation is None or "responseRuntimeEventId" in operation:
             continue  # OP-2: no call yet; OP-3: already settled
         # OP-3 and OP-4: settle, whatever the response's name.
-        operation["responseRuntimeEventId"] = fact.event_id
-        operation["responseIsError"] = fact.is_error
-        operation["status"] = FAILED if fact.is_error else SUCCEEDED
+        operation["responseRuntimeEventId"] = event_id
+        operation["responseIsError"] = is_error
+        operation["status"] = FAILED if is_error else SUCCEEDED
     return operations
 
 
 def project_tool_operations(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Project the committed prefix onto its ToolOperations (OP-1 to OP-5), in call order."""
-    return list(_project(_scan(events, strict=False).facts).values())
+    events = events if isinstance(events, (list, tuple)) else tuple(events)
+    return list(_project(events, _scan(events, strict=False).facts).values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,32 +355,32 @@ def _response_diagnostics(
 ) -> list[dict[str, Any]]:
     """PLAN-3 and PLAN-4, per response in event order, against the operations of the whole prefix."""
     diagnostics: list[dict[str, Any]] = []
-    for fact in facts:
-        if fact.kind != FUNCTION_RESPONSE:
+    for _position, event_id, kind, call_id, name, _is_error in facts:
+        if kind != FUNCTION_RESPONSE:
             continue
-        operation = operations.get(fact.call_id)
+        operation = operations.get(call_id)
         if operation is None:
             diagnostics.append(
                 _diagnostic(
                     UNMATCHED_TOOL_RESULT,
-                    f"tool result {fact.call_id!r} ({fact.name!r}, event {fact.event_id!r}) "
+                    f"tool result {call_id!r} ({name!r}, event {event_id!r}) "
                     "answers no tool call in the committed prefix",
-                    event_id=fact.event_id,
-                    tool_call_id=fact.call_id,
-                    tool_name=fact.name,
+                    event_id=event_id,
+                    tool_call_id=call_id,
+                    tool_name=name,
                 )
             )
-        elif operation["toolName"] != fact.name:
+        elif operation["toolName"] != name:
             diagnostics.append(
                 _diagnostic(
                     TOOL_NAME_MISMATCH,
-                    f"tool result {fact.call_id!r} (event {fact.event_id!r}) names {fact.name!r}, "
+                    f"tool result {call_id!r} (event {event_id!r}) names {name!r}, "
                     f"but its call (event {operation['callRuntimeEventId']!r}) named "
                     f"{operation['toolName']!r}",
-                    event_id=fact.event_id,
-                    tool_call_id=fact.call_id,
-                    tool_name=fact.name,
-                    detail={"callToolName": operation["toolName"], "responseToolName": fact.name},
+                    event_id=event_id,
+                    tool_call_id=call_id,
+                    tool_name=name,
+                    detail={"callToolName": operation["toolName"], "responseToolName": name},
                 )
             )
     return diagnostics
@@ -398,64 +392,66 @@ def _strict_diagnostics(scan: _Scan) -> list[dict[str, Any]]:
     STRICT-1 and STRICT-5 come from the scan; the tool-fact clauses are checked here, over the facts
     alone, and each event's diagnostics are put together in clause order at the end.
     """
-    first_call: dict[str, _ToolFact] = {}
-    for call_fact in scan.facts:
-        if call_fact.kind == FUNCTION_CALL:
-            first_call.setdefault(call_fact.call_id, call_fact)
+    # tool-call id -> the position and the event id of its first call
+    first_call: dict[str, int] = {}
+    first_call_event: dict[str, str] = {}
+    for position, event_id, kind, call_id, _name, _is_error in scan.facts:
+        if kind == FUNCTION_CALL and call_id not in first_call:
+            first_call[call_id] = position
+            first_call_event[call_id] = event_id
 
     # STRICT-2 to STRICT-4, by position; a position gets a list only when it has a diagnostic, so
     # that a clean ledger allocates nothing per fact here.
     tool_clauses: dict[int, list[dict[str, Any]]] = {}
     after_terminal: dict[int, dict[str, Any]] = {}  # STRICT-6, by position
-    first_response: dict[str, _ToolFact] = {}
-    for fact in scan.facts:
-        position, event_id = fact.position, fact.event_id
-        if fact.kind == FUNCTION_CALL:
+    first_response: dict[str, str] = {}  # tool-call id -> event id of its first response
+    for position, event_id, kind, call_id, name, _is_error in scan.facts:
+        if kind == FUNCTION_CALL:
             # STRICT-2: a tool-call id called twice.
-            first = first_call[fact.call_id]
-            if first.position != position:
+            first_position = first_call[call_id]
+            if first_position != position:
                 tool_clauses.setdefault(position, []).append(_diagnostic(
                     DUPLICATE_TOOL_CALL,
-                    f"tool call {fact.call_id!r} ({fact.name!r}) is called again by event "
-                    f"{event_id!r}; its first call is event {first.event_id!r}",
+                    f"tool call {call_id!r} ({name!r}) is called again by event "
+                    f"{event_id!r}; its first call is event {first_call_event[call_id]!r}",
                     event_id=event_id,
-                    tool_call_id=fact.call_id,
-                    tool_name=fact.name,
+                    tool_call_id=call_id,
+                    tool_name=name,
                 ))  # fmt: skip
         else:
             # STRICT-3: a tool-call id answered twice.
-            earlier = first_response.get(fact.call_id)
+            earlier = first_response.get(call_id)
             if earlier is not None:
                 tool_clauses.setdefault(position, []).append(_diagnostic(
                     DUPLICATE_TOOL_RESULT,
-                    f"tool call {fact.call_id!r} ({fact.name!r}) is answered again by event "
-                    f"{event_id!r}; its first result is event {earlier.event_id!r}",
+                    f"tool call {call_id!r} ({name!r}) is answered again by event "
+                    f"{event_id!r}; its first result is event {earlier!r}",
                     event_id=event_id,
-                    tool_call_id=fact.call_id,
-                    tool_name=fact.name,
+                    tool_call_id=call_id,
+                    tool_name=name,
                 ))  # fmt: skip
             else:
-                first_response[fact.call_id] = fact
+                first_response[call_id] = event_id
             # STRICT-4: a response that comes before the first call it answers.
-            call = first_call.get(fact.call_id)
-            if call is not None and call.position > position:
+            call_position = first_call.get(call_id)
+            if call_position is not None and call_position > position:
                 tool_clauses.setdefault(position, []).append(_diagnostic(
                     TOOL_RESULT_BEFORE_CALL,
-                    f"tool result {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes "
-                    f"before its call (event {call.event_id!r})",
+                    f"tool result {call_id!r} ({name!r}, event {event_id!r}) comes "
+                    f"before its call (event {first_call_event[call_id]!r})",
                     event_id=event_id,
-                    tool_call_id=fact.call_id,
-                    tool_name=fact.name,
+                    tool_call_id=call_id,
+                    tool_name=name,
                 ))  # fmt: skip
         # STRICT-6: no tool fact after the first terminal event.
         if position > scan.terminal_position:
             after_terminal[position] = _diagnostic(
                 TOOL_FACT_AFTER_TERMINAL,
-                f"{fact.kind} {fact.call_id!r} ({fact.name!r}, event {event_id!r}) comes after "
+                f"{kind} {call_id!r} ({name!r}, event {event_id!r}) comes after "
                 f"terminal event {scan.terminal_id!r}",
                 event_id=event_id,
-                tool_call_id=fact.call_id,
-                tool_name=fact.name,
+                tool_call_id=call_id,
+                tool_name=name,
                 detail={"terminalEventId": scan.terminal_id},
             )
 
@@ -491,11 +487,11 @@ def _paired_call_ids(facts: Sequence[_ToolFact]) -> set[str]:
     the latest call seen so far being the one compared."""
     call_names: dict[str, str] = {}
     paired: set[str] = set()
-    for fact in facts:
-        if fact.kind == FUNCTION_CALL:
-            call_names[fact.call_id] = fact.name
-        elif call_names.get(fact.call_id) == fact.name:
-            paired.add(fact.call_id)
+    for _position, _event_id, kind, call_id, name, _is_error in facts:
+        if kind == FUNCTION_CALL:
+            call_names[call_id] = name
+        elif call_names.get(call_id) == name:
+            paired.add(call_id)
     return paired
 
 
@@ -505,7 +501,7 @@ def _replay_events(events: Sequence[Any], scan: _Scan) -> list[Any]:
     *events* is the prefix or a copy of it, position for position.
     """
     paired = _paired_call_ids(scan.facts)
-    dropped = {fact.position for fact in scan.facts if fact.call_id not in paired}
+    dropped = {position for position, _event_id, _kind, call_id, _name, _error in scan.facts if call_id not in paired}
     dropped.update(scan.partial)
     if not dropped:
         return list(events)
@@ -570,7 +566,7 @@ def build_resume_plan(
     events = events if isinstance(events, (list, tuple)) else tuple(events)
     scan = _scan(events, strict=profile == "strict")
     facts = scan.facts
-    operations_by_id = _project(facts)
+    operations_by_id = _project(events, facts)
     operations = list(operations_by_id.values())
     high_water = len(events)  # PLAN-1
 

@@ -95,3 +95,77 @@ def test_a_keeper_that_never_started_leaves_a_lock_file_the_next_start_removes(t
     assert wait_for_keepers(tmp_path) == []
     assert list((tmp_path / KEEPERS).iterdir()) == []
     assert wait_for_keepers(tmp_path / "elsewhere") == []  # no tool ever ran: nothing to wait for
+
+
+# A writer that also stops as soon as its flag file is gone, so that a test can end one that outlived a kill.
+FLAGGED_WRITER = (
+    "import os, sys, time\n"
+    "path, flag, n = sys.argv[1], sys.argv[2], 0\n"
+    "end = time.monotonic() + 20\n"
+    "while time.monotonic() < end and os.path.exists(flag):\n"
+    "    n += 1\n"
+    "    open(path, 'w').write(str(n))\n"
+    "    time.sleep(0.005)\n"
+)
+# A process that runs one long git command as the worker runs git: with or without its command group.
+GIT_WORKER = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from resumekit.reference.p1 import git\n"
+    "from resumekit.reference.p1.tools import CommandGroup\n"
+    "state, work, alias, grouped = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4] == 'grouped'\n"
+    "if grouped:\n"
+    "    git.PROCESS_GROUP.set(CommandGroup(state).pgid)\n"
+    "git.run(['-c', 'alias.long=!' + alias, 'long'], cwd=work)\n"
+)
+
+
+def _git_writer_outlives_a_kill(tmp_path: Path, grouped: bool) -> bool:
+    """Kill a process in the middle of a git command that runs a writer; whether the writer goes on."""
+    work, state = tmp_path / "work", tmp_path / "state"
+    work.mkdir()
+    state.mkdir()
+    script, flag, ticks = tmp_path / "writer.py", tmp_path / "flag", work / "ticks.txt"
+    script.write_text(FLAGGED_WRITER, encoding="utf-8")
+    flag.write_text("run\n", encoding="utf-8")
+    alias = f"'{sys.executable}' '{script}' '{ticks}' '{flag}'"
+    worker = subprocess.Popen(
+        [sys.executable, "-c", GIT_WORKER, str(state), str(work), alias, "grouped" if grouped else "plain"]
+    )
+    try:
+        _until(ticks.exists)
+        os.kill(worker.pid, signal.SIGKILL)  # the worker's pid only, as the kit kills it
+        worker.wait()
+        assert wait_for_keepers(state) == []  # the next start waits for the command group's keeper
+        return not _stopped(ticks)
+    finally:
+        flag.unlink()  # ends a writer that outlived the kill
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="a command group needs Popen's process_group (3.11)")
+def test_a_git_command_in_the_command_group_ends_with_a_killed_worker(tmp_path: Path) -> None:
+    assert not _git_writer_outlives_a_kill(tmp_path, grouped=True)
+    assert list((tmp_path / "state" / KEEPERS).iterdir()) == []
+
+
+def test_a_git_command_run_as_a_plain_child_outlives_a_killed_worker(tmp_path: Path) -> None:
+    # The control: without the command group the same kill leaves git's writer running, so the test above
+    # can fail.
+    assert _git_writer_outlives_a_kill(tmp_path, grouped=False)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="a command group needs Popen's process_group (3.11)")
+def test_one_keeper_serves_every_command_and_ends_when_the_worker_closes_the_group(tmp_path: Path) -> None:
+    from resumekit.reference.p1.tools import CommandGroup
+
+    group = CommandGroup(tmp_path)
+    pgid = group.pgid()
+    assert pgid is not None and group.pgid() == pgid
+    assert len(list((tmp_path / KEEPERS).iterdir())) == 1
+    group.close()
+    assert list((tmp_path / KEEPERS).iterdir()) == []
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)

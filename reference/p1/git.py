@@ -2,8 +2,9 @@
 (TASK-4) and its push (COMMIT-1, COMMIT-2).
 
 Every git runs with no system or global configuration, ``core.autocrlf=false``, no attributes and no
-hooks, with its input closed (the adapter's stdin is the protocol) and in the worker's own process
-group (WRK-5; the kit starts the adapter in a session of its own, so a kill of that group ends git too).
+hooks, with its input closed (the adapter's stdin is the protocol) and, where the worker has set
+``PROCESS_GROUP`` in its context, in the process group a keeper leads for it, so that a git still running
+when the worker dies ends with it (WRK-5, ``tools.CommandGroup``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import re
 import secrets
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from resumekit.reference.p1.results import commit_object, git_object_id
+from resumekit.reference.p1.tools import ToolError
 
 __all__ = [
     "GitError",
@@ -30,6 +34,10 @@ __all__ = [
     "push",
     "verify_workspace",
 ]
+
+# The process group the git commands of the worker running in this context join (None: a plain child).
+# A context variable, so that each worker (each in its own thread) gives its own.
+PROCESS_GROUP: ContextVar[Callable[[], int | None] | None] = ContextVar("PROCESS_GROUP", default=None)
 
 _TIMEOUT_S = 60.0
 _WRITE_PATH = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
@@ -63,12 +71,18 @@ def _env() -> dict[str, str]:
 
 
 def run(args: Sequence[str], *, cwd: Path, stdin: bytes | None = None, check: bool = True) -> bytes:
-    """One git command; its stdout. The child stays in the worker's process group (WRK-5)."""
+    """One git command; its stdout. It joins the worker's command group where there is one (WRK-5)."""
     exe = shutil.which("git")
     if exe is None:
         raise GitError("git is not on PATH")
+    group = PROCESS_GROUP.get()
     try:
-        done = subprocess.run(
+        pgid = group() if group is not None else None
+    except ToolError as error:
+        raise GitError(str(error)) from None
+    joins: dict[str, Any] = {"process_group": pgid} if pgid is not None and sys.version_info >= (3, 11) else {}
+    try:
+        done: subprocess.CompletedProcess[bytes] = subprocess.run(
             [exe, *_CONFIG, *args],
             cwd=cwd,
             env=_env(),
@@ -77,6 +91,7 @@ def run(args: Sequence[str], *, cwd: Path, stdin: bytes | None = None, check: bo
             capture_output=True,
             timeout=_TIMEOUT_S,
             check=False,
+            **joins,
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args)} took longer than {_TIMEOUT_S:.0f} s") from None

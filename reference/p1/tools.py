@@ -22,8 +22,13 @@ the job from its first instruction. The worker holds the job's only handle: when
 system closes it and ends every process in the job; when the tool exits first the worker ends the job
 itself. (Written for Windows and type-checked for it, not run there.)
 
-git runs as a plain child of the worker (``git.run``): a git command is short and ends by itself, and a
-keeper per git command would cost an interpreter start each time.
+git: a keeper per git command would cost an interpreter start each time, so a worker keeps one *command
+group* (``CommandGroup``): a keeper that runs nothing itself, started at the first git command and kept
+until the worker ends, whose process group every git command joins (``process_group``, Python 3.11 and
+later; the keeper is then in the worker's session, since a process may only join a group of its own
+session). It holds its lock and its lifeline like any keeper, so a git command still running when the
+worker dies ends with it before the next startup cleanup. On Python 3.10 and on Windows git runs as a
+plain child of the worker (a Job Object for git is not written yet).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["ToolError", "run_tool", "wait_for_keepers"]
+__all__ = ["CommandGroup", "ToolError", "run_tool", "wait_for_keepers"]
 
 MODULE = "resumekit.reference.p1.tools"
 KEEPERS = "tools"  # under the state directory: one lock file per keeper
@@ -111,6 +116,67 @@ def _keeper_lock(state_dir: Path) -> Iterator[Path]:
             path.unlink()
 
 
+class CommandGroup:
+    """The process group short commands of one worker join (POSIX, Python 3.11 and later): led by a keeper
+    that runs nothing and ends the group when the worker dies or closes it. ``pgid()`` is None where
+    commands run as plain children instead."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._state_dir = state_dir
+        self._keeper: subprocess.Popen[bytes] | None = None
+        self._lock: contextlib.ExitStack | None = None
+        self._guard = threading.Lock()
+
+    def pgid(self) -> int | None:
+        if sys.platform == "win32" or sys.version_info < (3, 11):
+            return None
+        with self._guard:
+            if self._keeper is None or self._keeper.poll() is not None:
+                self._start()
+            assert self._keeper is not None
+            return self._keeper.pid
+
+    def _start(self) -> None:
+        if sys.version_info < (3, 11):
+            raise ToolError("a command group needs Python 3.11 or later (Popen's process_group)")
+        self._end()
+        stack = contextlib.ExitStack()
+        lock = stack.enter_context(_keeper_lock(self._state_dir))
+        try:
+            keeper = subprocess.Popen(
+                [sys.executable, "-m", MODULE, "keep", str(lock), "--"],
+                stdin=subprocess.PIPE,  # the lifeline
+                stdout=subprocess.PIPE,
+                process_group=0,  # a group of its own, id = its pid, in the worker's session
+            )
+        except OSError as error:
+            stack.close()
+            raise ToolError(f"cannot start the keeper of the worker's commands: {error}") from None
+        assert keeper.stdout is not None
+        if keeper.stdout.readline().strip() != b"holding":
+            keeper.wait()
+            stack.close()
+            raise ToolError(f"the keeper of the worker's commands ended ({keeper.returncode}) before it held its lock")
+        self._keeper, self._lock = keeper, stack
+
+    def close(self) -> None:
+        """End the group (and any command still in it): the worker is done."""
+        with self._guard:
+            self._end()
+
+    def _end(self) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            if keeper.stdin is not None:
+                keeper.stdin.close()  # end-of-file on the lifeline: the keeper kills its group
+            keeper.wait()
+            if keeper.stdout is not None:
+                keeper.stdout.close()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
 # --------------------------------------------------------------------------------------------
 # POSIX: the keeper
 # --------------------------------------------------------------------------------------------
@@ -157,7 +223,8 @@ def _hold(lock: str) -> int | None:
 
 
 def _keep(lock: str, argv: list[str]) -> int:
-    """The keeper's life: start the tool in this group, end the group when the tool or the worker ends."""
+    """The keeper's life: start the tool in this group, end the group when the tool or the worker ends.
+    With no tool, hold the group for the worker's commands until the worker ends it or dies."""
     if sys.platform == "win32":
         raise ToolError("the keeper is POSIX only: Windows uses a Job Object")
     if _hold(lock) is None:
@@ -172,6 +239,10 @@ def _keep(lock: str, argv: list[str]) -> int:
             pass
         end_group()
 
+    if not argv:
+        os.write(1, b"holding\n")
+        watch_lifeline()
+        return 0  # not reached: the group kill ends this process
     threading.Thread(target=watch_lifeline, name="lifeline", daemon=True).start()
     try:
         tool = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
@@ -266,9 +337,9 @@ def _run_in_job(argv: list[str], cwd: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 4 and argv[0] == "keep" and argv[2] == "--":
+    if len(argv) >= 3 and argv[0] == "keep" and argv[2] == "--":
         return _keep(argv[1], argv[3:])
-    print(f"usage: python -m {MODULE} keep LOCK -- ARGV...", file=sys.stderr)
+    print(f"usage: python -m {MODULE} keep LOCK -- [ARGV...]", file=sys.stderr)
     return 2
 
 

@@ -41,7 +41,7 @@ from resumekit.reference.p1.results import (
     result_hash,
     source_capture_body,
 )
-from resumekit.reference.p1.tools import ToolError, run_tool, wait_for_keepers
+from resumekit.reference.p1.tools import CommandGroup, ToolError, run_tool, wait_for_keepers
 
 __all__ = ["RECOVERY_CAP", "Worker", "WorkerConfig"]
 
@@ -129,6 +129,8 @@ class Worker:
     def run(self) -> int:
         """The worker's whole life; its exit status (0 after an orderly stop, non-zero on a fatal error)."""
         code = 1
+        commands = CommandGroup(self.config.state_dir)  # WRK-5: git ends with this process
+        context = git.PROCESS_GROUP.set(commands.pgid)
         try:
             self._startup()
             self._claim_loop()
@@ -144,6 +146,8 @@ class Worker:
                     self._journal.close()
                 except Exception as error:  # pragma: no cover - nothing left to do with it
                     _log(f"closing the journal: {error}")
+            commands.close()
+            git.PROCESS_GROUP.reset(context)
             self.control.exited(code)
         return code
 

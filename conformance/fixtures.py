@@ -852,6 +852,18 @@ def _crash_schedule(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         )
 
 
+def _declared(file: _File, raw: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """The fields every P1 case declares for itself in its file: id, description, clauses, profile, gates."""
+    return {
+        "id": raw["id"],
+        "description": raw["description"],
+        "clauses": scenario_clauses(raw["clauses"], raw["gates"]),
+        "profile": raw["profile"],
+        "source": file.source(at),
+        "gates": tuple(raw["gates"]),
+    }
+
+
 def _check_task_names(file: _File, data: Mapping[str, Any], case_id: str, named: Sequence[tuple[str, str]]) -> None:
     for pointer, name in named:
         if name not in data["tasks"]:
@@ -937,12 +949,7 @@ def _p1_scenarios(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         faults += [(f"{at}/steps/{i}/fault", step["fault"]) for i, step in enumerate(raw["steps"]) if "fault" in step]
         _check_faults(file, faults, raw["id"])
         yield ScenarioCase(
-            id=raw["id"],
-            description=raw["description"],
-            clauses=scenario_clauses(raw["clauses"], raw["gates"]),
-            profile=raw["profile"],
-            source=file.source(at),
-            gates=tuple(raw["gates"]),
+            **_declared(file, raw, at),
             repositories=data["repositories"],
             tasks=data["tasks"],
             issue=tuple(raw["issue"]),
@@ -1015,12 +1022,7 @@ def _p1_crash_matrix(file: _File, data: dict[str, Any]) -> Iterator[Case]:
         if data["tasks"][name]["kind"] == "commit":
             outcome["pushes"] = 1
         yield MatrixCase(
-            id=raw["id"],
-            description=raw["description"],
-            clauses=scenario_clauses(raw["clauses"], raw["gates"]),
-            profile=raw["profile"],
-            source=file.source(at),
-            gates=tuple(raw["gates"]),
+            **_declared(file, raw, at),
             repositories=data["repositories"],
             tasks=data["tasks"],
             issue=(name,),
@@ -1061,12 +1063,7 @@ def _p1_soak(file: _File, data: dict[str, Any]) -> Iterator[Case]:
                 outcome["pushes"] = 1
             tasks[name], expect[name] = task, outcome
         yield SoakCase(
-            id=raw["id"],
-            description=raw["description"],
-            clauses=scenario_clauses(raw["clauses"], raw["gates"]),
-            profile=raw["profile"],
-            source=file.source(at),
-            gates=tuple(raw["gates"]),
+            **_declared(file, raw, at),
             repositories=repositories,
             tasks=tasks,
             issue=tuple(tasks),

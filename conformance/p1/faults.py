@@ -54,9 +54,19 @@ def _endpoint(on: str) -> None:
         raise FaultError(f"unknown endpoint {on!r}; known: {', '.join(ENDPOINTS)}")
 
 
+def _integer(value: object, what: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise FaultError(f"{what} must be an integer >= {minimum}, not {value!r}")
+
+
 def _nth(nth: int) -> None:
-    if isinstance(nth, bool) or not isinstance(nth, int) or nth < 1:
-        raise FaultError(f"nth must be an integer >= 1, not {nth!r}")
+    _integer(nth, "nth", 1)
+
+
+def _claims_only(fault: DuplicateDelivery | ServeStale | ReplayAttempt | ConflictingIdentity) -> None:
+    _nth(fault.nth)
+    if fault.on != "claim":
+        raise FaultError(f"{type(fault).__name__} fires on claims only")
 
 
 # The 4xx a scripted Answer may give, with the error code CP-2 names for each; 5xx is ``unavailable``.
@@ -152,8 +162,7 @@ class DelayVisibility:
     polls: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.polls, bool) or not isinstance(self.polls, int) or self.polls < 0:
-            raise FaultError(f"DelayVisibility.polls must be an integer >= 0, not {self.polls!r}")
+        _integer(self.polls, "DelayVisibility.polls", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +197,7 @@ class DuplicateDelivery:
     on: str = "claim"
 
     def __post_init__(self) -> None:
-        _nth(self.nth)
-        if self.on != "claim":
-            raise FaultError("DuplicateDelivery fires on claims only")
+        _claims_only(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +212,7 @@ class ServeStale:
     on: str = "claim"
 
     def __post_init__(self) -> None:
-        _nth(self.nth)
-        if self.on != "claim":
-            raise FaultError("ServeStale fires on claims only")
+        _claims_only(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,11 +228,8 @@ class ReplayAttempt:
     on: str = "claim"
 
     def __post_init__(self) -> None:
-        _nth(self.nth)
-        if self.on != "claim":
-            raise FaultError("ReplayAttempt fires on claims only")
-        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
-            raise FaultError(f"ReplayAttempt.attempt must be an integer >= 1, not {self.attempt!r}")
+        _claims_only(self)
+        _integer(self.attempt, "ReplayAttempt.attempt", 1)
 
 
 # The identity fields a ConflictingIdentity may change: every one but task_id and attempt, which name the
@@ -251,9 +253,7 @@ class ConflictingIdentity:
     on: str = "claim"
 
     def __post_init__(self) -> None:
-        _nth(self.nth)
-        if self.on != "claim":
-            raise FaultError("ConflictingIdentity fires on claims only")
+        _claims_only(self)
         if not isinstance(self.changes, dict) or not self.changes:
             raise FaultError("ConflictingIdentity.changes must be a non-empty mapping of identity fields")
         unknown = sorted(set(self.changes) - set(CONFLICT_FIELDS))
@@ -262,10 +262,8 @@ class ConflictingIdentity:
                 f"ConflictingIdentity.changes cannot change {', '.join(unknown)}; it may change "
                 f"{', '.join(CONFLICT_FIELDS)}"
             )
-        if self.attempt is not None and (
-            isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1
-        ):
-            raise FaultError(f"ConflictingIdentity.attempt must be an integer >= 1, not {self.attempt!r}")
+        if self.attempt is not None:
+            _integer(self.attempt, "ConflictingIdentity.attempt", 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,10 +284,8 @@ class Fence:
     generation: int | None = None
 
     def __post_init__(self) -> None:
-        if self.generation is not None and (
-            isinstance(self.generation, bool) or not isinstance(self.generation, int) or self.generation < 1
-        ):
-            raise FaultError(f"Fence.generation must be an integer >= 1, not {self.generation!r}")
+        if self.generation is not None:
+            _integer(self.generation, "Fence.generation", 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from resumekit.conformance.adapters import (
 )
 from resumekit.conformance.fixtures import KIND_ORDER, Case, FixtureError, Suite, fixture_files, load_file, load_suite
 from resumekit.conformance.phase0 import crash
-from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Outcome, Run, Selection, Shard, Source
+from resumekit.conformance.results import DEFAULT_KILLS, Implementation, Run, Selection, Shard, Source
 from resumekit.conformance.runner import run as run_cases
 
 # The one exit-code rule of `resumekit run` (docs/certifying.md states it too, and so does --help).
@@ -63,7 +63,8 @@ EXIT_CODES = f"""exit codes:
        are written, marked interrupted, with the cases that finished"""
 
 # The options naming a file the run writes: checked, and their folders made, before the first case.
-OUTPUT_OPTIONS = ("report_json", "junit", "summary_md", "report_html", "badge", "write_expectations")
+# The options that name a file to write, of `run` and `merge` (`output` is merge's report).
+OUTPUT_OPTIONS = ("report_json", "junit", "summary_md", "report_html", "badge", "write_expectations", "output")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -771,8 +772,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         return EXIT_INTERRUPTED if finished.interrupted else EXIT_USAGE
     if shard is not None and not finished.interrupted:
         # A shard certifies nothing alone (`merge` gives the verdict): it fails only on a case that did not pass.
-        failing = [r for r in finished.results if not r.ok and r.outcome is not Outcome.NOT_CLAIMED]
-        return EXIT_NOT_CERTIFIED if failing else EXIT_CERTIFIED
+        return EXIT_NOT_CERTIFIED if report.shard_failed(finished) else EXIT_CERTIFIED
     return _exit_code(finished)
 
 
@@ -795,6 +795,8 @@ def cmd_diff(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
 
 
 def cmd_merge(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    if not _prepare_outputs(arguments, stderr):
+        return EXIT_USAGE
     named = []
     for path in arguments.reports:
         try:

@@ -302,9 +302,13 @@ def headline(run: Run) -> str:
     """The verdict's first words; one shard certifies nothing alone, so a shard says only how it went."""
     if run.shard is None:
         return run.verdict.headline
-    total = run.counts
-    failing = total["failed"] + total["errored"] + total["skipped"]
-    return f"SHARD {run.shard.index}/{run.shard.count} {'FAILED' if failing else 'PASSED'} (merge every shard)"
+    how = "FAILED" if shard_failed(run) else "PASSED"
+    return f"SHARD {run.shard.index}/{run.shard.count} {how} (merge every shard)"
+
+
+def shard_failed(run: Run) -> bool:
+    """Whether a shard fails: a case it ran did not pass (a shard's own exit status says the same)."""
+    return any(not r.ok and r.outcome is not Outcome.NOT_CLAIMED for r in run.results)
 
 
 def counts_text(run: Run) -> str:

@@ -190,3 +190,27 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
         ["decision", "20", "passed"],
         ["crash", str(len(crash_cases)), "passed"],
     ]
+
+
+@pytest.mark.parametrize("option", ["--badge", "--report-html", "-o"])
+def test_merge_refuses_an_output_it_cannot_write_before_it_reads_a_shard(option: str, tmp_path: Path) -> None:
+    shard = tmp_path / "shard1.json"  # never read: the outputs are checked first
+    outputs = {"-o": str(tmp_path / "merged.json"), option: str(tmp_path)}  # a directory where a file must go
+    code, out, err = _cli("merge", str(shard), *[word for pair in outputs.items() for word in pair])
+    assert code == EXIT_USAGE, (out, err)
+    assert "is a directory" in err and (option if option != "-o" else "--output") in err, err
+    assert "Traceback" not in err
+
+
+def test_a_shard_with_a_case_not_run_says_failed_as_its_exit_status_does(one_job: dict[str, Any]) -> None:
+    import dataclasses
+
+    from resumekit.conformance.results import Shard
+
+    run = report.from_json(one_job)
+    shard = Shard(1, 2, tuple(r.case_id for r in run.results))
+    passing = dataclasses.replace(run, shard=shard)
+    assert report.headline(passing).startswith("SHARD 1/2 PASSED") and not report.shard_failed(passing)
+    first, *rest = run.results
+    not_run = dataclasses.replace(passing, results=(dataclasses.replace(first, outcome=Outcome.NOT_RUN), *rest))
+    assert report.headline(not_run).startswith("SHARD 1/2 FAILED") and report.shard_failed(not_run)

@@ -617,6 +617,7 @@ def delivery_checks(ev: Evidence) -> list[Mismatch]:
     """SCOPE-6 and SCOPE-7 (strict) for the attempts the kit served against CP-5 or CP-7: no governed side
     effect for them, and under a changed identity only ``claimed`` then ``identity_conflict``."""
     found = []
+    groups = attempts(ev.rows)
     for delivery in ev.deliveries:
         conflicting = delivery["kind"] == "conflicting_delivery"
         clause = "SCOPE-6" if conflicting else "SCOPE-7"
@@ -631,7 +632,6 @@ def delivery_checks(ev: Evidence) -> list[Mismatch]:
         if not conflicting or not isinstance(served, Mapping):
             continue
         ident = tuple(served.get(name) for name in IDENTITY)
-        groups = attempts(ev.rows)
         held = any(key[:2] == ident[:2] and key != ident for key in groups)
         mine = groups.get(ident, [])
         if held and mine:
@@ -658,7 +658,7 @@ def second_worker_checks(ev: Evidence) -> list[Mismatch]:
     found += reuse_checks(rows)
     found += submitted_backing(dataclasses.replace(ev, rows=rows))
     if ev.strict:
-        found += superseded_checks(rows, "/second-journal")
+        found += superseded_checks(rows)
     return [dataclasses.replace(m, pointer="/second-worker" + m.pointer) for m in found]
 
 

@@ -177,7 +177,7 @@ def listing(root: Path) -> list[str]:
         return []
 
 
-Entry = tuple[Any, ...]  # ("dir",), ("link", target) or ("file", size, mtime_ns, sha256)
+Entry = tuple[Any, ...]  # ("dir",), ("dir", mtime_ns) if unreadable, ("link", target), ("file", size, mtime_ns, sha256)
 
 
 def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
@@ -192,8 +192,13 @@ def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
             if stat.S_ISLNK(info.st_mode):
                 state[relative] = ("link", os.readlink(path))
             elif stat.S_ISDIR(info.st_mode):
+                try:
+                    names = sorted(os.listdir(path))
+                except PermissionError:  # unreadable to the kit: its time still tells a change
+                    state[relative] = ("dir", info.st_mtime_ns)
+                    return
                 state[relative] = ("dir",)
-                for name in sorted(os.listdir(path)):
+                for name in names:
                     add(path / name, f"{relative}/{name}")
             else:
                 try:

@@ -153,7 +153,10 @@ class PowerLayer:
         except (ProcessGone, ReadTimeout) as error:
             tail = self._process.stderr_tail().strip().splitlines()
             raise LayerError(f"{error}{': ' + tail[-1] if tail else ''}") from None
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except ValueError:
+            raise LayerError(f"the layer answered {line!r}, not a JSON reply") from None
         if not reply.get("ok"):
             raise LayerError(str(reply.get("error")))
         return reply

@@ -1159,8 +1159,7 @@ def _origin_updated(state: State, request: Request, plan: Plan, heads: Heads, lo
 
 def _tool_started(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     """The kit's tool runs in a workspace (p1.md WRK-5): logged, and the kill point ``tool_started``."""
-    body = plan.body
-    log.add("tool_started", **{name: body[name] for name in ("pid", "grandchild", "cwd", "writes")})
+    log.add("tool_started", **plan.body)  # BODY_MEMBERS made it exactly pid, grandchild, cwd and writes
     outcome = Outcome(*_ok(state, 200), [])
     if fire_kill_point(state, "tool_started", None):
         outcome.kill_point = "tool_started"

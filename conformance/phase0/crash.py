@@ -548,17 +548,17 @@ def _observe(
     except _files.Refused as error:
         raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
     session.open(workspace)
-    before = _files.snapshot(workspace, settle=True)
     left = damaged if damaged is not None else b""
     appends = case.fault.get("appendAfter") or case.fault["kind"] == "append-other-run"
     if not appends:
+        before = _files.snapshot(workspace, settle=True)  # only a read must leave the files as they are
         read = session.read()
         changes = _files.describe_changes(before, _files.snapshot(workspace))
         return _Observed(label, left, read, changes)
     last = case.events[-1]
     extra = dict(last, id=f"{last['id']}-again")
     if case.fault["kind"] == "append-other-run":
-        extra["runId"] = f"{last['runId']}-other"
+        extra = faults.rehome(extra, "runId")
     assert session.adapter is not None
     reply = session.adapter.request("phase0.store.append", event=extra)
     refused = reply.outcome == "errored" and bool(reply.context.get("caught"))

@@ -413,7 +413,7 @@ class DetachesTheTool(_PlainTool):
 
 
 class LeavesTheToolInItsGroup(_PlainTool):
-    """Keeps the tool in its own process group, but nothing kills that group when only its pid dies (WRK-5)."""
+    """Keeps the tool in the worker's process group, which nothing kills when only the worker's pid dies (WRK-5)."""
 
 
 class IgnoresTheTool(_Tracked):
@@ -523,7 +523,7 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     ),
     "leaves-the-tool-in-its-group": (
         LeavesTheToolInItsGroup,
-        "runs the tool as a plain child in its own group, which nothing ends when only its pid is killed (WRK-5)",
+        "runs the tool as a plain child in the worker's group, which nothing ends when only its pid is killed (WRK-5)",
     ),
     "ignores-the-tool": (
         IgnoresTheTool,

@@ -16,8 +16,11 @@ from typing import Any, Final, TypeVar
 from resumekit.conformance import _cache, _yaml, schemas
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.canonical import same_json
+from resumekit.conformance.cases import Case, Event
+from resumekit.conformance.p1.cases import MatrixCase, ScenarioCase, SoakCase
 from resumekit.conformance.p1.gates import scenario_clauses
-from resumekit.conformance.phase0.check import expected_operations
+from resumekit.conformance.phase0.cases import CrashCase, DecisionCase, LedgerFaultCase, ScheduleCase
+from resumekit.conformance.phase0.plan_checks import expected_operations
 from resumekit.conformance.results import Source
 
 SUPPORTED_SCHEMA_VERSIONS = (1,)
@@ -34,7 +37,6 @@ FILE_SCHEMAS = {
     "p1/soak": schemas.P1_SOAK_FILE,
 }
 
-Event = dict[str, Any]
 KIND_ORDER = ("decision", "crash", "ledger-fault", "schedule", "p1", "p1-campaign")
 # Kinds that run only when asked for by name (--kind): campaigns of hundreds of worker runs, too long
 # for every certification run; a run without them is a certification of everything else.
@@ -64,149 +66,6 @@ class FixtureError(Exception):
         if self.pointer is not None:
             parts.append(f"at {self.pointer or '/'}")
         return f"{': '.join(parts)}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Case:
-    """What every golden case has: an id, the clauses it checks, its profile and where it is written."""
-
-    id: str
-    description: str
-    clauses: tuple[str, ...]
-    profile: str
-    source: Source
-
-    kind = "case"
-
-    def runs_in(self, profile: str) -> bool:
-        """Strict is a superset of core: a core case runs in both profiles."""
-        return self.profile == "core" or profile == "strict"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DecisionCase(Case):
-    """A committed prefix and the plan the spec demands for it."""
-
-    events: tuple[Event, ...]
-    expect: Mapping[str, Any]
-    expect_strict: Mapping[str, Any] | None = None
-    expected_high_water: int | None = None
-
-    kind = "decision"
-
-    def expectation_profile(self, profile: str) -> str:
-        """Whose expectation a run in *profile* compares against: ``"strict"`` only where the case has one."""
-        return "strict" if profile == "strict" and self.expect_strict is not None else self.profile
-
-    def expectation_for(self, profile: str) -> Mapping[str, Any]:
-        """The plan a run in *profile* must produce: ``expect_strict`` under strict where given, else ``expect``."""
-        if self.expectation_profile(profile) == "strict" and self.expect_strict is not None:
-            return self.expect_strict
-        return self.expect
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CrashCase(Case):
-    """A failpoint: append its committed prefix, kill the writer, reopen, and decide."""
-
-    failpoint: str
-    boundary: str
-    prefix_name: str
-    events: tuple[Event, ...]
-    expect: Mapping[str, Any]
-
-    kind = "crash"
-
-    def expectation_profile(self, profile: str) -> str:
-        """The failpoint prefixes have one expectation for both profiles."""
-        return self.profile
-
-    def expectation_for(self, profile: str) -> Mapping[str, Any]:
-        """The plan a run in *profile* must produce after the crash (the same in both profiles)."""
-        return self.expect
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LedgerFaultCase(Case):
-    """Bytes the kit damages in a ledger file, and what a read must then report."""
-
-    fault: Mapping[str, Any]
-    events: tuple[Event, ...]
-    expect: Mapping[str, Any]  # one expectation, or {"alternatives": [...]}
-    expect_strict: Mapping[str, Any] | None = None
-
-    kind = "ledger-fault"
-
-    def expectation_profile(self, profile: str) -> str:
-        """Whose expectation a run in *profile* compares against: ``"strict"`` only where the case has one."""
-        return "strict" if profile == "strict" and self.expect_strict is not None else self.profile
-
-    def expectation_for(self, profile: str) -> Mapping[str, Any]:
-        """What a read in *profile* must report: ``expect_strict`` under strict where given, else ``expect``."""
-        if self.expectation_profile(profile) == "strict" and self.expect_strict is not None:
-            return self.expect_strict
-        return self.expect
-
-    def readings_for(self, profile: str) -> tuple[Mapping[str, Any], ...]:
-        """The expectations any one of which a read in *profile* may meet (one, unless core offers alternatives)."""
-        expectation = self.expectation_for(profile)
-        return tuple(expectation["alternatives"]) if "alternatives" in expectation else (expectation,)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScheduleCase(Case):
-    """A long append stream whose writer the kit kills at seeded random moments."""
-
-    template: Mapping[str, Any]
-
-    kind = "schedule"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScenarioCase(Case):
-    """A P1 scenario: origins, tasks, scripted faults, the kit's steps, and what each task converges to."""
-
-    gates: tuple[str, ...]
-    repositories: Mapping[str, Any]
-    tasks: Mapping[str, Mapping[str, Any]]
-    issue: tuple[str, ...]
-    faults: tuple[Mapping[str, Any], ...]
-    steps: tuple[Mapping[str, Any], ...]
-    expect: Mapping[str, Mapping[str, Any]]
-    ttl_ms: int = 30_000
-
-    kind = "p1"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MatrixCase(ScenarioCase):
-    """An exhaustive crash matrix (p1.md FPT-5): one task, killed at every failpoint site it reaches in turn.
-
-    Each visited point is a run of its own in a fresh world; the case passes when every run converged.
-    """
-
-    task: str
-    crashes: int
-    first: tuple[str, ...] = ()
-    kit_points: tuple[str, ...] = ()
-    limit: int = 200
-    tear: str | None = None  # a tear sweep of the cache after a kill at this failpoint (CACHE-4)
-
-    kind = "p1-campaign"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SoakCase(ScenarioCase):
-    """A seeded random soak: many tasks at once, the worker killed at random points and the control plane
-    answering with random faults, then every task must converge (FPT-4)."""
-
-    seed: int
-    rounds: int
-    faults_per_round: int
-    max_hit: int
-    budget: float
-
-    kind = "p1-campaign"
 
 
 @dataclass(frozen=True, slots=True)
@@ -919,7 +778,7 @@ def _check_commit_names(
 
 
 def _check_faults(file: _File, faults: Sequence[tuple[str, Mapping[str, Any]]], case_id: str) -> None:
-    from resumekit.conformance.p1.faults import FaultError, fault_from_mapping
+    from resumekit.conformance.p1.cp_faults import FaultError, fault_from_mapping
 
     for pointer, fault in faults:
         try:

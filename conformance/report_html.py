@@ -16,7 +16,7 @@ from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, report
 from resumekit.conformance.fixtures import Case, DecisionCase
-from resumekit.conformance.phase0.check import expected_operations
+from resumekit.conformance.phase0.plan_checks import expected_operations
 from resumekit.conformance.report import NO_MESSAGE_CHECKS, counts_by_kind, location
 from resumekit.conformance.results import BAD, CaseResult, Mismatch, Outcome, Run
 

@@ -17,7 +17,7 @@ from resumekit.conformance.adapters import Adapter, AdapterStartError, Reply
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.fixtures import Case, DecisionCase, ScenarioCase
 from resumekit.conformance.p1.gates import gate_table
-from resumekit.conformance.phase0 import check
+from resumekit.conformance.phase0 import plan_checks
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run, Selection, Shard
 
 # What each kind of case needs the implementation to claim.
@@ -126,8 +126,8 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
         if problem or not isinstance(plan, dict):
             return result_for(case, Outcome.ERRORED, message=problem or "no plan", transcript=reply.transcript)
         plans.append(plan)
-    mismatches = check.compare_plan(case.events, case.expectation_for(profile), plans[0])
-    mismatches += check.compare_determinism(plans[0], plans[1])
+    mismatches = plan_checks.compare_plan(case.events, case.expectation_for(profile), plans[0])
+    mismatches += plan_checks.compare_determinism(plans[0], plans[1])
     if canonical_json(fields["events"]) != before:
         mismatches.append(
             Mismatch("", "the input events unchanged", "changed", "PURE-1", "the implementation changed its input")

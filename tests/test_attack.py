@@ -24,7 +24,8 @@ import yaml
 
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.fixtures import ScenarioCase, SoakCase, load_suite
-from resumekit.conformance.p1 import checks, harness
+from resumekit.conformance.p1 import evidence_checks as checks
+from resumekit.conformance.p1 import harness
 from resumekit.conformance.runner import missing_claims
 from resumekit.reference.p1.control import Control, DiskFault
 from tests.broken.workers import ATTACK_BUGS

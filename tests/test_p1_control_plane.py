@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance.p1 import faults as F
+from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
@@ -549,7 +549,7 @@ def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
 
 
 def test_a_scripted_rejection_is_a_4xx_with_its_error_code_and_never_an_effect() -> None:
-    from resumekit.conformance.p1.faults import Answer, FaultError, fault_from_mapping
+    from resumekit.conformance.p1.cp_faults import Answer, FaultError, fault_from_mapping
 
     assert fault_from_mapping({"fault": "Answer", "on": "result", "status": 422}).status == 422
     with pytest.raises(FaultError, match="cannot have an effect"):

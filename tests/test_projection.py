@@ -492,7 +492,7 @@ def test_sharing_events_gives_the_same_plan_and_leaves_the_input_alone() -> None
 
 
 def test_a_pure_2_failure_names_the_first_differing_pointer_with_both_values() -> None:
-    from resumekit.conformance.phase0.check import compare_determinism
+    from resumekit.conformance.phase0.plan_checks import compare_determinism
 
     first = {"disposition": "blocked", "diagnostics": [{"code": "x", "message": "call 1"}], "z": 1}
     second = {"disposition": "blocked", "diagnostics": [{"code": "x", "message": "call 2"}], "z": 2}

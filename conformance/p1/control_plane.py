@@ -22,7 +22,7 @@ from typing import IO, Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 from resumekit.conformance.p1 import cp_core as core
-from resumekit.conformance.p1 import faults as F
+from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.origin import GitError, Origin, git
 
 MAX_BODY = 1 << 20

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from resumekit.conformance.p1 import faults as F
+from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
 from resumekit.conformance.schemas import BASE, first_violation
 

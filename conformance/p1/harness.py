@@ -32,24 +32,23 @@ from typing import Any
 from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
-from resumekit.conformance.fixtures import MatrixCase, ScenarioCase, SoakCase
-from resumekit.conformance.p1 import _tool, checks, evidence
+from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
+from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.p1 import _tool, evidence, evidence_checks
 from resumekit.conformance.p1.canonical import canonical_json
+from resumekit.conformance.p1.cases import MatrixCase, ScenarioCase, SoakCase
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
-from resumekit.conformance.p1.faults import FaultError, fault_from_mapping
+from resumekit.conformance.p1.cp_faults import FaultError, fault_from_mapping
 from resumekit.conformance.p1.origin import GitError, Origin, create_origin
-from resumekit.conformance.powerloss import FAULT_MODEL as POWER_LOSS_MODEL
 from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss, unavailable
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for, start_failed
 
 Factory = Callable[[], ProcessAdapter]
 
-KILL_MODEL = (
-    "process crash (TerminateProcess); not power loss" if os.name == "nt" else "process crash (SIGKILL); not power loss"
-)
-NO_CRASH_MODEL = "none: scripted control-plane faults only"
+KILL_MODEL = PROCESS_CRASH
+NO_CRASH_MODEL = NONE_SCRIPTED
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
 SHRINK_STEPS = 6  # reruns a failing soak may spend on bisecting its rounds
 SETTLE_ROUNDS = 10  # lease expiries a soak's final convergence may need, one per claim lost on the way
@@ -57,12 +56,6 @@ SCENARIO_BUDGET = 120.0  # seconds of real time a scenario may take before the k
 WAIT_SLICE_MS = 1000
 DECOY_FILES = {"keep.txt": "precious\n", "deep/also.txt": "precious too\n"}
 WATCH_INTERVAL_S = 0.02  # how often the WRK-5 watch samples the workspace root
-
-
-class _Abort(Exception):
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__(result.message or result.outcome.value)
-        self.result = result
 
 
 @dataclass
@@ -320,11 +313,11 @@ class _Worker:
         reply: Reply = self.adapter.request(cmd, **fields)
         self.transcript.extend(reply.transcript[-4:])
         if reply.outcome == "skipped":
-            raise _Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message))
+            raise Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message))
         if reply.outcome != "result":
-            raise _Abort(errored(self.case, reply, cmd))
+            raise Abort(errored(self.case, reply, cmd))
         if not isinstance(reply.value, dict):
-            raise _Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
+            raise Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
         return reply.value
 
     def ensure_adapter(self) -> ProcessAdapter:
@@ -335,7 +328,7 @@ class _Worker:
             try:
                 info = self.adapter.start()
             except AdapterStartError as error:
-                raise _Abort(start_failed(self.case, error)) from None
+                raise Abort(start_failed(self.case, error)) from None
             self.claims_journal = "p1.journal" in info.capabilities
         return self.adapter
 
@@ -392,7 +385,7 @@ class _Worker:
         """Take *pid* as the worker's only if the process guard says the kit may kill it."""
         assert self.adapter is not None and self.adapter.process is not None
         if not plausible_pid(pid) or not self.adapter.process.owns(pid):
-            raise _Abort(
+            raise Abort(
                 self.fail(
                     f"{where} reported pid {pid!r}, which the kit will not kill: "
                     "it is not the adapter or one of its descendants"
@@ -419,12 +412,12 @@ class _Worker:
         if wanted == "killed":
             if not self._kill_event_or_idle(deadline):
                 if self.tool:
-                    raise _Abort(self.fail(
+                    raise Abort(self.fail(
                         "the kit's tool never announced itself: the worker did not run the tool of "
                         "p1.worker.start in a workspace (or it never reached a verified workspace)",
                         Mismatch("/tool", "the tool started in a workspace", None, "ADP-2"),
                     ))
-                raise _Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
+                raise Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
             self.world.kill_event.clear()
             self._reap()
             return {"state": "killed"}
@@ -459,19 +452,19 @@ class _Worker:
                 state = "running"
             if state != "running":
                 if wanted == "exited" and self.disk_fault is not None:
-                    raise _Abort(self.fail(
+                    raise Abort(self.fail(
                         f"after the injected disk error {_disk_text(self.disk_fault)} the worker went on to be "
                         f"{state} instead of exiting: it took the failed operation for a success",
                         Mismatch("/wait/state", "exited", answer, "JNL-8"),
                     ))
-                raise _Abort(
+                raise Abort(
                     self.fail(
                         f"waited for the worker to be {wanted}, it is {state}",
                         Mismatch("/wait/state", wanted, answer, "ADP-2"),
                     )
                 )
             if time.monotonic() > deadline:
-                raise _Abort(
+                raise Abort(
                     self.fail(
                         f"the worker was not {wanted} within {self.world.budget:.0f} s",
                         Mismatch("/wait/state", wanted, "running", "OUT-2"),
@@ -493,7 +486,7 @@ class _Worker:
         """An exit after an injected disk error is a fatal error's: a non-zero status (JNL-8)."""
         code = answer.get("exitCode")
         if self.disk_fault is not None and (not isinstance(code, int) or isinstance(code, bool) or code == 0):
-            raise _Abort(self.fail(
+            raise Abort(self.fail(
                 f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
                 f"{code!r}, not a non-zero one",
                 Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
@@ -510,7 +503,7 @@ class _Worker:
             if state == "idle" and _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
                 return "idle"
             if state not in ("idle", "running"):
-                raise _Abort(
+                raise Abort(
                     self.fail(
                         f"waited for the worker to be blocked or idle, it is {state}",
                         Mismatch("/wait/state", "blocked or idle", answer, "ADP-2"),
@@ -519,7 +512,7 @@ class _Worker:
             if state == "idle":
                 time.sleep(0.01)
             if time.monotonic() > deadline:
-                raise _Abort(
+                raise Abort(
                     self.fail(
                         "the worker was neither blocked nor idle in time",
                         Mismatch("/wait/state", "blocked or idle", state, "OUT-2"),
@@ -531,42 +524,42 @@ class _Worker:
         """FPT-2: the name is attested; the durable state the catalog names at the site is observed."""
         name = answer.get("failpoint")
         if self.armed == ANY_FAILPOINT and isinstance(name, str):
-            if not checks.known_failpoint(name):
-                raise _Abort(
+            if not evidence_checks.known_failpoint(name):
+                raise Abort(
                     self.fail(
                         f"blocked at {name!r}, a site the failpoint catalog does not name",
                         Mismatch("/wait/failpoint", "a failpoint of golden/p1/failpoints.yaml", name, "FPT-1"),
                     )
                 )
         elif name != self.armed:
-            raise _Abort(
+            raise Abort(
                 self.fail("blocked at another failpoint", Mismatch("/wait/failpoint", self.armed, name, "FPT-2"))
             )
         if "pid" in answer and answer["pid"] != self.pid:
             self._adopt(answer["pid"], "p1.worker.wait")
         task_rows = _latest_task_rows(self.state_dir)
         temporaries = [n for n in evidence.listing(self.state_dir / "tasks") if n.endswith(".tmp")]
-        problem = checks.failpoint_state(str(name), task_rows, temporaries)
+        problem = evidence_checks.failpoint_state(str(name), task_rows, temporaries)
         if problem is not None:
-            raise _Abort(
+            raise Abort(
                 self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, "FPT-2"))
             )
         self.world.blocked_at.append(str(name))
 
     def kill(self) -> None:
         if self.pid is None or self.adapter is None or self.adapter.process is None:
-            raise _Abort(self.fail("the scenario kills a worker that is not running"))
+            raise Abort(self.fail("the scenario kills a worker that is not running"))
         self._freeze()
         try:
             self.adapter.process.kill_member(self.pid)
         except NotInTree as error:
-            raise _Abort(self.fail(f"the kit will not kill pid {self.pid}: {error}")) from None
+            raise Abort(self.fail(f"the kit will not kill pid {self.pid}: {error}")) from None
         except OSError as error:
-            raise _Abort(self.fail(f"cannot kill the worker's pid {self.pid}: {error}")) from None
+            raise Abort(self.fail(f"cannot kill the worker's pid {self.pid}: {error}")) from None
         self._reap()
         assert self.marker is not None
         if self.marker.exists():
-            raise _Abort(
+            raise Abort(
                 self.fail(
                     "the exit marker was written: an exit path ran, so this was not a crash",
                     Mismatch("/marker", "absent", "present", "CRASH-2"),
@@ -607,7 +600,7 @@ class _Worker:
             self.adapter.process = None
         # The kit reaps the adapter itself; a descendant it named must be gone too.
         if wrapper and pid is not None and not wait_pid_gone(pid, timeout=10.0):
-            raise _Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
+            raise Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
         self.adapter = None
         self.pid = None
         self.tool = False
@@ -623,7 +616,7 @@ class _Worker:
         try:
             layer.cut("lose", 0)
         except LayerError as error:
-            raise _Abort(
+            raise Abort(
                 result_for(
                     self.case, Outcome.ERRORED, message=f"the power cut failed: {error}", fault_model=POWER_LOSS_MODEL
                 )
@@ -648,10 +641,10 @@ class _Worker:
         answer = self.ask("p1.worker.stop")
         code = answer.get("exitCode")
         if code != 0:
-            raise _Abort(self.fail("an orderly stop did not exit 0", Mismatch("/stop/exitCode", 0, code, "RESUME-5")))
+            raise Abort(self.fail("an orderly stop did not exit 0", Mismatch("/stop/exitCode", 0, code, "RESUME-5")))
         assert self.marker is not None
         if not self.marker.exists():
-            raise _Abort(
+            raise Abort(
                 self.fail(
                     "the exit path never wrote the marker, so a kill cannot be told from an orderly exit",
                     Mismatch("/marker", "present", "absent", "ADP-2"),
@@ -705,7 +698,7 @@ def _world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[_Worl
             try:
                 layer.start()
             except LayerError as error:
-                raise _Abort(
+                raise Abort(
                     result_for(
                         case,
                         Outcome.ERRORED,
@@ -765,7 +758,7 @@ def _watch_root(worker: _Worker, world: _World, ms: int) -> str:
     """WRK-5: keep watching the root for *ms* more, then judge every change since the watch began."""
     watch = world.watch
     if watch is None:
-        raise _Abort(worker.fail(
+        raise Abort(worker.fail(
             "watch_root needs a kill of a worker that ran the kit's tool, then a worker whose first request "
             "starts the watch; the scenario has neither",
             outcome=Outcome.ERRORED,
@@ -773,7 +766,7 @@ def _watch_root(worker: _Worker, world: _World, ms: int) -> str:
     time.sleep(ms / 1000)
     elapsed = watch.stop()
     world.watch = None
-    world.moment_problems.extend(checks.watch_problems(watch.changes))
+    world.moment_problems.extend(evidence_checks.watch_problems(watch.changes))
     announced = [e for e in worker.control.log() if e.get("kind") == "tool_started"]
     writes = ", ".join(f"{role} {count}" for role, count in sorted(world.tool_writes.items())) or "none found"
     first = announced[0] if announced else {}
@@ -940,7 +933,7 @@ def _run(
                 if second is not None:
                     second.close()
                 control.close()
-    except _Abort as abort:
+    except Abort as abort:
         return abort.result
     except (KitError, FaultError, GitError) as error:
         # A world the kit could not build or a step it could not take (git missing, a task or fault the
@@ -1040,11 +1033,11 @@ def _drive(
         elif verb == "second_worker" and second is not None:
             _second_step(second, world, argument, deadline)
         else:  # the schema allows no other verb
-            raise _Abort(worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
+            raise Abort(worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
     if world.tool_flag is not None:
         # A worker ran with the tool: it must have run it, in a workspace, or the scenario proved nothing.
         announced = [e for e in control.log() if e.get("kind") == "tool_started"]
-        world.moment_problems.extend(checks.tool_problems(announced, str(world.workspace_root.resolve())))
+        world.moment_problems.extend(evidence_checks.tool_problems(announced, str(world.workspace_root.resolve())))
     worker.read_settings()
     rows = _journal_or_abort(worker, world)
     world.snapshots.append(evidence.Snapshot.of(rows))
@@ -1054,7 +1047,7 @@ def _drive(
         second.read_settings()
         second_rows = _journal_or_abort(second, world, second.state_dir)
         world.second_snapshots.append(evidence.Snapshot.of(second_rows))
-    gathered = checks.Evidence(
+    gathered = evidence_checks.Evidence(
         rows=rows,
         snapshots=tuple(world.snapshots),
         **_control_evidence(control, world),
@@ -1068,7 +1061,7 @@ def _drive(
         second_rows=second_rows,
         second_snapshots=tuple(world.second_snapshots),
     )
-    verdict = checks.judge(case.expect, names, gathered)
+    verdict = evidence_checks.judge(case.expect, names, gathered)
     mismatches = tuple(world.moment_problems) + tuple(verdict)
     if mismatches:
         headline = f"{len(mismatches)} check(s) failed"
@@ -1277,7 +1270,7 @@ def _journal_or_abort(worker: _Worker, world: _World, state_dir: Path | None = N
     try:
         return evidence.read_journal(world.state_dir if state_dir is None else state_dir)
     except evidence.JournalUnreadable as error:
-        raise _Abort(worker.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
+        raise Abort(worker.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
 
 
 def runner(factory: Factory, *, profile: str, power: PowerLoss | None = None) -> Callable[[Any], CaseResult]:

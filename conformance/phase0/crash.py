@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import random
 import statistics
 import threading
@@ -28,30 +27,22 @@ from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply, is_integer
 from resumekit.conformance.canonical import canonical_json, same_json
-from resumekit.conformance.fixtures import Case, CrashCase, LedgerFaultCase, ScheduleCase
-from resumekit.conformance.phase0 import check, faults
-from resumekit.conformance.powerloss import FAULT_MODEL as POWER_LOSS_MODEL
+from resumekit.conformance.cases import Case
+from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.fault_models import PROCESS_CRASH, Abort
+from resumekit.conformance.phase0 import ledger_damage, plan_checks
+from resumekit.conformance.phase0.cases import CrashCase, LedgerFaultCase, ScheduleCase
 from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss, unavailable
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, plan_problem, result_for, start_failed
 
-FAULT_MODEL = (
-    "process crash (TerminateProcess); not power loss" if os.name == "nt" else "process crash (SIGKILL); not power loss"
-)
+FAULT_MODEL = PROCESS_CRASH
 Factory = Callable[[], ProcessAdapter]
 SESSION_ID, RUN_ID = "session-1", "run-1"
 
 
-class _Abort(Exception):
-    """Ends a case early with its result."""
-
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__(result.message or result.outcome.value)
-        self.result = result
-
-
 class _Session:
-    """One case's dealings with implementation processes, turning every bad reply into _Abort."""
+    """One case's dealings with implementation processes, turning every bad reply into Abort."""
 
     def __init__(self, case: Case, factory: Factory, profile: str, power: PowerLoss | None = None) -> None:
         self.case, self.factory, self.profile = case, factory, profile
@@ -67,18 +58,18 @@ class _Session:
         try:
             self.adapter.start()
         except AdapterStartError as error:
-            raise _Abort(start_failed(self.case, error, fault_model=self.model)) from None
+            raise Abort(start_failed(self.case, error, fault_model=self.model)) from None
         return self.adapter
 
     def ask(self, cmd: str, **fields: Any) -> Any:
         assert self.adapter is not None
         reply: Reply = self.adapter.request(cmd, **fields)
         if reply.outcome == "skipped":
-            raise _Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message, fault_model=self.model))
+            raise Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message, fault_model=self.model))
         if reply.outcome != "result":
-            raise _Abort(dataclasses.replace(errored(self.case, reply, cmd), fault_model=self.model))
+            raise Abort(dataclasses.replace(errored(self.case, reply, cmd), fault_model=self.model))
         if not isinstance(reply.value, dict):
-            raise _Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
+            raise Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
         return reply.value
 
     def fail(self, message: str, *mismatches: Mismatch, **fields: Any) -> CaseResult:
@@ -101,11 +92,11 @@ class _Session:
         pid = self.ask("phase0.crash.arm", marker=str(marker)).get("pid")
         assert self.adapter is not None and self.adapter.process is not None
         if not plausible_pid(pid):
-            raise _Abort(
+            raise Abort(
                 self.fail(f"phase0.crash.arm reported pid {pid!r}, which the kit will not kill: not a process id")
             )
         if not self.adapter.process.owns(pid):
-            raise _Abort(
+            raise Abort(
                 self.fail(
                     f"phase0.crash.arm reported pid {pid!r}, which the kit will not kill: "
                     f"pid {pid} is not the adapter or one of its descendants"
@@ -133,15 +124,15 @@ class _Session:
         try:
             process.kill_member(pid)
         except NotInTree as error:
-            raise _Abort(self.fail(f"the kit will not kill pid {pid}: {error}")) from None
+            raise Abort(self.fail(f"the kit will not kill pid {pid}: {error}")) from None
         except OSError as error:
-            raise _Abort(self.fail(f"cannot kill pid {pid} that phase0.crash.arm reported: {error}")) from None
+            raise Abort(self.fail(f"cannot kill pid {pid} that phase0.crash.arm reported: {error}")) from None
         if pid != process.pid:
             process.kill()  # a wrapper around the real runtime
         process.wait(timeout=10.0)
         process.kill()
         if not wait_pid_gone(pid, timeout=10.0):
-            raise _Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
+            raise Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
         self.adapter.process = None
         self.adapter = None
         self.power_cut(seed=0, mode="lose")
@@ -157,7 +148,7 @@ class _Session:
         try:
             self.layer.freeze()
         except LayerError as error:
-            raise _Abort(self.errored(f"the power layer failed: {error}")) from None
+            raise Abort(self.errored(f"the power layer failed: {error}")) from None
 
     def power_cut(self, *, seed: int, mode: str) -> None:
         """Under power loss, after the kill: drop what was never synced (a no-op for a process crash)."""
@@ -166,7 +157,7 @@ class _Session:
         try:
             self.cut_notes.append(f"{mode}: {self.layer.cut(mode, seed)}")
         except LayerError as error:
-            raise _Abort(self.errored(f"the power cut failed: {error}")) from None
+            raise Abort(self.errored(f"the power cut failed: {error}")) from None
 
     def acknowledged(self, rows: int, *, replay: str | None = None, locate: bool = True) -> None:
         """Under power loss, the ledger's durable view must hold *rows* rows when the kit hears the acknowledgement.
@@ -186,15 +177,15 @@ class _Session:
             try:
                 self.ledger = _files.inside(self.layer.mountpoint, located)
             except _files.Refused as error:
-                raise _Abort(self.fail(f"phase0.ledger.locate: {error}")) from None
+                raise Abort(self.fail(f"phase0.ledger.locate: {error}")) from None
         try:
             durable = self.layer.durable(self.ledger)
         except LayerError as error:
-            raise _Abort(self.errored(f"the power layer failed: {error}")) from None
+            raise Abort(self.errored(f"the power layer failed: {error}")) from None
         held = 0 if durable is None else durable.count(b"\n")
         if held < rows:
             where = "no ledger file at all" if durable is None else f"{held} row(s)"
-            raise _Abort(
+            raise Abort(
                 self.fail(
                     f"row {rows} was acknowledged before it was durable: when the acknowledgement arrived, a "
                     f"power cut would have left {where} (the row, or the file's name in its directory, was "
@@ -238,7 +229,7 @@ def _make_workspace(scratch: Path, session: _Session) -> Path:
     try:
         session.layer.start()
     except LayerError as error:
-        raise _Abort(session.errored(f"cannot mount the power layer: {error}")) from None
+        raise Abort(session.errored(f"cannot mount the power layer: {error}")) from None
     return workspace
 
 
@@ -269,7 +260,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss 
             for index, event in enumerate(case.events):
                 rows = session.ask("phase0.store.append", event=event).get("rows")
                 if not is_integer(rows) or rows != index + 1:
-                    raise _Abort(
+                    raise Abort(
                         session.fail(
                             "the acknowledgement counts the wrong rows",
                             Mismatch(f"/append/{index}/rows", index + 1, rows, "STORE-1"),
@@ -278,7 +269,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss 
                 session.acknowledged(index + 1)
             session.crash(pid)
             if marker.exists():
-                raise _Abort(
+                raise Abort(
                     session.fail(
                         "the finally marker was written: an exit path ran, so this was not a crash",
                         Mismatch("/marker", "absent", "present", "CRASH-2"),
@@ -291,7 +282,7 @@ def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss 
             before = _files.snapshot(workspace, settle=True)
             read = session.read()
             if read.get("status") != "ok" or not _same_events(case.events, read.get("events")):
-                raise _Abort(
+                raise Abort(
                     session.fail(
                         "the reopened ledger is not the committed prefix",
                         Mismatch(
@@ -311,20 +302,20 @@ def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss 
                     else f"status {answer.get('status')!r}"
                 )
                 if problem:
-                    raise _Abort(session.fail(f"phase0.store.plan gave no plan: {problem}"))
+                    raise Abort(session.fail(f"phase0.store.plan gave no plan: {problem}"))
                 plans.append(answer["plan"])
             changes = _files.describe_changes(before, _files.snapshot(workspace))
-            mismatches = check.compare_determinism(plans[0], plans[1])
+            mismatches = plan_checks.compare_determinism(plans[0], plans[1])
             if changes:
                 mismatches.append(
                     Mismatch("/workspace", "unchanged", changes, "STORE-6", "reading or planning changed the workspace")
                 )
-            mismatches += check.compare_plan(case.events, case.expect, plans[0])
+            mismatches += plan_checks.compare_plan(case.events, case.expect, plans[0])
             session.close()
             if mismatches:
                 return session.fail(f"after the crash at {case.failpoint} the reopened run is wrong", *mismatches)
             return result_for(case, Outcome.PASSED, fault_model=session.model)
-    except _Abort as abort:
+    except Abort as abort:
         return abort.result
     finally:
         session.close()
@@ -334,19 +325,20 @@ def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, byt
     """(label, the ledger bytes to leave) for each damage the case names; None removes the file."""
     kind = case.fault["kind"]
     if kind == "tear-last-row":
-        for kept, damaged in faults.tear_last_row(original):
+        for kept, damaged in ledger_damage.tear_last_row(original):
             yield f"last row cut after {kept} byte(s)", damaged
     elif kind == "tail":
-        yield f"last row replaced by the {case.fault['tail']} tail", faults.replace_tail(original, case.fault["tail"])
+        tail = case.fault["tail"]
+        yield f"last row replaced by the {tail} tail", ledger_damage.replace_tail(original, tail)
     elif kind == "no-ledger":
         yield "no ledger file", None
     elif kind == "append-other-run":
         yield "the ledger as written, then an event of another run appended", original
     else:
         how, row = case.fault["damage"], case.fault["row"]
-        damaged = faults.damage_row(original, row, how)
+        damaged = ledger_damage.damage_row(original, row, how)
         if case.fault.get("thenTear"):
-            damaged += faults.rows(original)[-1][: len(faults.rows(original)[-1]) // 2]
+            damaged += ledger_damage.rows(original)[-1][: len(ledger_damage.rows(original)[-1]) // 2]
         yield f"row {row} damaged ({how})", damaged
 
 
@@ -372,10 +364,10 @@ class _Observed:
 def _ledger_events(case: LedgerFaultCase) -> list[Mapping[str, Any]]:
     """The events the damaged ledger's rows hold: the case's, with a row moved to another run if so damaged."""
     events: list[Mapping[str, Any]] = list(case.events)
-    field = faults.REHOMED.get(case.fault.get("damage", ""))
+    field = ledger_damage.REHOMED.get(case.fault.get("damage", ""))
     if field is not None:
         row = case.fault["row"] - 1
-        events[row] = faults.rehome(events[row], field)
+        events[row] = ledger_damage.rehome(events[row], field)
     return events
 
 
@@ -478,10 +470,10 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                 path = _files.inside(workspace, located)
                 original = _files.read_bytes(workspace, path)
             except _files.Refused as error:
-                raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
-            parsed = faults.rows(original)
+                raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+            parsed = ledger_damage.rows(original)
             if len(parsed) != len(case.events) or not original.endswith(b"\n"):
-                raise _Abort(
+                raise Abort(
                     session.fail(
                         f"the ledger file has {len(parsed)} line(s) for {len(case.events)} appended rows: "
                         "it is not the JSON Lines file that phase0.ledger-file promises"
@@ -528,7 +520,7 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
                 ),
                 readings=tuple(met) if len(readings) > 1 else (),
             )
-    except _Abort as abort:
+    except Abort as abort:
         return abort.result
     finally:
         session.close()
@@ -546,7 +538,7 @@ def _observe(
         else:
             _files.write_bytes(workspace, path, damaged)
     except _files.Refused as error:
-        raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
     session.open(workspace)
     left = damaged if damaged is not None else b""
     appends = case.fault.get("appendAfter") or case.fault["kind"] == "append-other-run"
@@ -558,16 +550,16 @@ def _observe(
     last = case.events[-1]
     extra = dict(last, id=f"{last['id']}-again")
     if case.fault["kind"] == "append-other-run":
-        extra = faults.rehome(extra, "runId")
+        extra = ledger_damage.rehome(extra, "runId")
     assert session.adapter is not None
     reply = session.adapter.request("phase0.store.append", event=extra)
     refused = reply.outcome == "errored" and bool(reply.context.get("caught"))
     if reply.outcome != "result" and not refused:
-        raise _Abort(dataclasses.replace(errored(case, reply, "phase0.store.append"), fault_model=session.model))
+        raise Abort(dataclasses.replace(errored(case, reply, "phase0.store.append"), fault_model=session.model))
     try:
         after = _files.read_bytes(workspace, path) if path.exists() else None
     except _files.Refused as error:
-        raise _Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
     read = session.read()
     return _Observed(label, left, read, [], appended=extra, refused=refused, after_append=after)
 
@@ -724,7 +716,7 @@ def _run_stream(
                     or not (acknowledged <= len(events) <= len(sent))
                     or not _same_events(sent[: len(events)], events)
                 ):
-                    raise _Abort(
+                    raise Abort(
                         session.fail(
                             f"after kill {cycle} the reopened ledger is not an acknowledged prefix of what was sent",
                             Mismatch(
@@ -770,7 +762,7 @@ def _run_stream(
                     in_flight_kills += 1
                 session.adapter.kill()
                 if not wait_pid_gone(pid, timeout=10.0):
-                    raise _Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=replay))
+                    raise Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=replay))
                 if acked_in_flight and session.layer is not None:
                     # The process is dead; the layer still answers what a cut would leave.
                     session.acknowledged(acknowledged, replay=replay, locate=False)
@@ -778,7 +770,7 @@ def _run_stream(
                 if power is not None:
                     session.power_cut(seed=rng.randrange(2**32), mode=rng.choice(power.modes))
                 if marker.exists():
-                    raise _Abort(
+                    raise Abort(
                         session.fail(
                             "the finally marker was written after a kill",
                             Mismatch("/marker", "absent", "present", "CRASH-2"),
@@ -791,7 +783,7 @@ def _run_stream(
             read = session.read()
             events = read.get("events") if read.get("status") == "ok" else None
             if events is None or len(events) < acknowledged or not _same_events(sent[: len(events)], events):
-                raise _Abort(
+                raise Abort(
                     session.fail(
                         "the final ledger lost acknowledged rows",
                         Mismatch("/read/events", acknowledged, _ids(events), "CRASH-1"),
@@ -799,16 +791,16 @@ def _run_stream(
                     )
                 )
             plans = [session.ask("phase0.store.plan", profile=profile).get("plan") for _ in range(2)]
-            mismatches = check.compare_determinism(plans[0], plans[1])
+            mismatches = plan_checks.compare_determinism(plans[0], plans[1])
             if mismatches:
-                raise _Abort(session.fail("two plans of the final ledger differ", *mismatches, replay=replay))
+                raise Abort(session.fail("two plans of the final ledger differ", *mismatches, replay=replay))
             with tally.lock:
                 tally.in_flight += in_flight_kills
                 tally.landed += landed_unacknowledged
                 tally.rows += len(events)
                 tally.cut_notes.extend(session.cut_notes)
             return None
-    except _Abort as abort:
+    except Abort as abort:
         return abort.result
     finally:
         session.close()

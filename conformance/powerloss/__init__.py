@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout
+from resumekit.conformance.fault_models import POWER_LOSS
 from resumekit.conformance.powerloss.model import CUT_MODES
 
 __all__ = ["CUT_MODES", "FAULT_MODEL", "LayerError", "PowerLayer", "PowerLoss", "unavailable"]
 
-FAULT_MODEL = "power loss (simulated, unsynced writes dropped)"
+FAULT_MODEL = POWER_LOSS
 SYNC_DELAY = 0.01  # seconds the layer takes to answer an fsync: a slow disk, and the window in which a
 # row acknowledged before its sync is seen not durable yet
 _REPLY_TIMEOUT = 30.0

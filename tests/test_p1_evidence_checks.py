@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from resumekit.conformance.p1 import checks
+from resumekit.conformance.p1 import evidence_checks as checks
 from resumekit.conformance.p1.evidence import COLUMNS
 
 

@@ -1,0 +1,56 @@
+"""The P1 cases: scenarios, and the campaigns (crash matrices, soaks) built on them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from resumekit.conformance.cases import Case
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioCase(Case):
+    """A P1 scenario: origins, tasks, scripted faults, the kit's steps, and what each task converges to."""
+
+    gates: tuple[str, ...]
+    repositories: Mapping[str, Any]
+    tasks: Mapping[str, Mapping[str, Any]]
+    issue: tuple[str, ...]
+    faults: tuple[Mapping[str, Any], ...]
+    steps: tuple[Mapping[str, Any], ...]
+    expect: Mapping[str, Mapping[str, Any]]
+    ttl_ms: int = 30_000
+
+    kind = "p1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatrixCase(ScenarioCase):
+    """An exhaustive crash matrix (p1.md FPT-5): one task, killed at every failpoint site it reaches in turn.
+
+    Each visited point is a run of its own in a fresh world; the case passes when every run converged.
+    """
+
+    task: str
+    crashes: int
+    first: tuple[str, ...] = ()
+    kit_points: tuple[str, ...] = ()
+    limit: int = 200
+    tear: str | None = None  # a tear sweep of the cache after a kill at this failpoint (CACHE-4)
+
+    kind = "p1-campaign"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SoakCase(ScenarioCase):
+    """A seeded random soak: many tasks at once, the worker killed at random points and the control plane
+    answering with random faults, then every task must converge (FPT-4)."""
+
+    seed: int
+    rounds: int
+    faults_per_round: int
+    max_hit: int
+    budget: float
+
+    kind = "p1-campaign"

@@ -25,9 +25,11 @@ PACKAGES = ("resumekit.conformance", "resumekit.reference")
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the kit's own tests (the unit tests, the broken implementations, the crash harness), one worker per CPU."""
-    # Not editable: the wheel maps the source folders into the `resumekit` namespace, which an
-    # editable install cannot do, and the tests should see exactly what users install.
-    session.install(".[test]")
+    # Editable (hatch_build.py maps the checkout's folders into the `resumekit` namespace), so the tests
+    # run the code as it is now; tests/conftest.py stops a run that would import another resumekit. What
+    # users install is checked too: tests/test_wheel.py builds the wheel and runs it away from the checkout,
+    # and the `build` session checks what the wheel and the sdist carry.
+    session.install("-e", ".[test]")
     # pytest-xdist: most tests wait on processes they start, and the workers overlap those waits;
     # `nox -s tests -- -n 0` runs them in one process (a later -n wins).
     session.run("pytest", "-n", "auto", *session.posargs)
@@ -65,7 +67,7 @@ def attack(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Check the code with ruff, and the CI workflow with its schema and zizmor, all offline."""
     session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor")
-    session.run("ruff", "check", *SOURCES, "tests", "noxfile.py", *session.posargs)
+    session.run("ruff", "check", *SOURCES, "tests", "noxfile.py", "hatch_build.py", *session.posargs)
     workflows = sorted(str(path) for path in (ROOT / ".github").rglob("*.yml") if "workflows" in path.parts)
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
     session.run("zizmor", "--offline", "--config", ".github/zizmor.yml", ".github")
@@ -127,7 +129,7 @@ def mutation(session: nox.Session) -> None:
 @nox.session
 def writers(session: nox.Session) -> None:
     """Two reference writers on one run, 50 trials of rows up to 2 MB: no acknowledged row lost (not default)."""
-    session.install(".[test]")
+    session.install("-e", ".[test]")  # the checkout's code, as for `tests` (tests/conftest.py checks)
     session.run(
         "pytest", "tests/test_store_writers.py", "-k", "two_writers", *session.posargs,
         env={"RESUMEKIT_WRITER_TRIALS": "50"},

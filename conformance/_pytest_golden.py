@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance import report
+from resumekit.conformance import contracts, report
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.adapters import Adapter, AdapterStartError, ProcessAdapter, open_adapter, process_factory
-from resumekit.conformance.fixtures import Case, DecisionCase, FixtureError, load_file
+from resumekit.conformance.cases import Case
+from resumekit.conformance.fixtures import FixtureError, load_file
 from resumekit.conformance.results import CaseResult, Outcome
-from resumekit.conformance.runner import missing_claims, run_decision
+from resumekit.conformance.runner import missing_claims
 
 _STATE = pytest.StashKey["_State"]()
 
@@ -42,13 +43,18 @@ class _State:
             except AdapterStartError as error:
                 self.start_error = f"resumekit cannot start {self.spec!r}: {error}"
                 return None
+            factory = None
             if isinstance(self.adapter, ProcessAdapter):
-                from resumekit.conformance.phase0 import crash
-
                 factory = process_factory(self.spec, timeout=self.timeout, budget=self.adapter.budget)
-                self.runners = crash.runners(
-                    factory, profile=self.profile, seed=self.seed, kills=self.kills, adapter_spec=self.spec
-                )
+            context = contracts.RunContext(
+                self.adapter,
+                self.profile,
+                factory=factory,
+                adapter_spec=self.spec,
+                seed=self.seed,
+                kills=self.kills,
+            )
+            self.runners = contracts.runners(context)
         return self.adapter
 
 
@@ -142,16 +148,14 @@ class GoldenItem(pytest.Item):
             )
         info = adapter.implementation
         reason = missing_claims(self.case, info.capabilities, info.profiles)
-        if reason is None and self.case.kind != "decision" and self.case.kind not in state.runners:
-            reason = f"{self.case.kind!r} cases need a process adapter (--resumekit-adapter reference)"
+        if reason is None and self.case.kind not in state.runners:
+            reason = f"{self.case.kind!r} cases need a process adapter (an adapter command, or 'reference')"
         if reason is not None:
             pytest.skip(f"not claimed: {reason}")
-        if self.case.kind == "schedule":  # in the JUnit report, with the command to replay it
+        kind = contracts.kind(self.case.kind)
+        if kind is not None and kind.seeded:  # in the JUnit report, with the command to replay it
             self.user_properties.append(("seed", str(state.seed)))
-        if isinstance(self.case, DecisionCase):
-            result = run_decision(self.case, adapter, state.profile)
-        else:
-            result = state.runners[self.case.kind](self.case)
+        result = state.runners[self.case.kind](self.case)
         if result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED, Outcome.NOT_RUN):
             pytest.skip(f"{result.outcome.value}: {result.message}")
         if result.outcome is not Outcome.PASSED:

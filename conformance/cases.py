@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,19 @@ class Case:
     source: Source
 
     kind = "case"
+    answer_name = "answer"  # what an implementation's answer to the case is called in a report
+
+    def compared_expectation(self, profile: str) -> Mapping[str, Any] | None:
+        """The whole expectation a failed comparison in *profile* was made against, for a side-by-side view.
+
+        None (the default) when a case's failures are single checks rather than one answer compared whole.
+        """
+        return None
+
+    @property
+    def counts_toward(self) -> tuple[str, ...]:
+        """The rows of its contract's summary table this case counts towards (P1: its gates); none by default."""
+        return ()
 
     def runs_in(self, profile: str) -> bool:
         """Strict is a superset of core: a core case runs in both profiles."""

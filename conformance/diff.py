@@ -24,6 +24,7 @@ class Change:
 
     @property
     def regression(self) -> bool:
+        """Whether a case that passed (or was an expected failure) in A does not in B."""
         return self.before in _GOOD and self.after not in _GOOD
 
 
@@ -39,10 +40,12 @@ class Diff:
 
     @property
     def regressions(self) -> tuple[Change, ...]:
+        """The changes that are regressions."""
         return tuple(change for change in self.changed if change.regression)
 
     @property
     def regressed(self) -> bool:
+        """Whether B is worse than A: a regression, or a certification lost."""
         return bool(self.regressions) or self.verdict_lost
 
 

@@ -8,10 +8,11 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
-from resumekit.conformance.fixtures import DecisionCase, load_suite
+from resumekit.conformance.fixtures import load_suite
+from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.phase0.crash import MARKER_NEVER_WRITTEN, orderly_exit_problem
+from resumekit.conformance.phase0.decisions import run_decision
 from resumekit.conformance.results import CaseResult, Outcome
-from resumekit.conformance.runner import run_decision
 
 Write = Callable[[str], Any]
 

@@ -16,6 +16,7 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Declare the --resumekit options."""
     group = parser.getgroup("resumekit", "resumekit conformance")
     group.addoption("--resumekit", action="store_true", help="collect resumekit's golden fixtures as tests")
     group.addoption(
@@ -39,6 +40,7 @@ def _active(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Set the session up when asked for resumekit: the adapter, the seed, the golden folder to collect."""
     if _active(config):
         from resumekit.conformance import _pytest_golden
 
@@ -55,6 +57,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
+    """The header line: adapter, profile and seed."""
     if not _active(config):
         return None
     from resumekit.conformance import _pytest_golden
@@ -63,6 +66,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the adapter the session opened."""
     if _active(config):
         from resumekit.conformance import _pytest_golden
 
@@ -70,6 +74,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
+    """Each fixture file of the golden folder as a collector of golden items."""
     if not _active(parent.config):
         return None
     from resumekit.conformance import _pytest_golden

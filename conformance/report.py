@@ -9,8 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
-from resumekit.conformance.fixtures import Case
-from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run, Selection, Shard, Source
+from resumekit.conformance.cases import Case
+from resumekit.conformance.results import (
+    CaseResult,
+    Implementation,
+    Mismatch,
+    Outcome,
+    Run,
+    Selection,
+    Shard,
+    Source,
+    SummaryTable,
+)
 
 NO_MESSAGE_CHECKS = "off (--no-validate-messages): a message that breaks its schema was not caught as such"
 
@@ -50,7 +60,7 @@ def to_json(run: Run) -> dict[str, Any]:
         "summary": run.counts,
         "results": [result.to_dict() for result in run.results],
         "jobs": run.jobs,
-        **({"gates": [dict(row) for row in run.gates]} if run.gates else {}),
+        **({"summaries": [table.to_dict() for table in run.summaries]} if run.summaries else {}),
         **({"shard": run.shard.to_dict()} if run.shard is not None else {}),
     }
 
@@ -80,7 +90,7 @@ def from_json(document: Mapping[str, Any]) -> Run:
                 transcript=tuple(data.get("transcript", ())),
                 replay=data.get("replay"),
                 expectation=data.get("expectation"),
-                gates=tuple(data.get("gates", ())),
+                counts_toward=tuple(data.get("countsToward", ())),
                 readings=tuple(data.get("readings", ())),
                 known_failure=(data.get("knownFailure") or {}).get("reason"),
             )
@@ -106,7 +116,7 @@ def from_json(document: Mapping[str, Any]) -> Run:
         kit_version=document["resumekit"]["version"],
         seed=document["seed"],
         golden_digest=document["resumekit"].get("goldenDigest", ""),
-        gates=tuple(document.get("gates", ())),
+        summaries=tuple(SummaryTable.from_dict(table) for table in document.get("summaries", ())),
         jobs=document.get("jobs", 1),
         shard=Shard(shard["index"], shard["count"], tuple(shard["selection"]), shard["seed"]) if shard else None,
         selection=Selection.from_dict(document["selection"]) if document.get("selection") else None,
@@ -159,8 +169,8 @@ def to_junit(run: Run) -> str:
                 ET.SubElement(case, "error", message=_first_line(result)).text = text
             elif result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED, Outcome.NOT_RUN):
                 ET.SubElement(case, "skipped", message=f"{result.outcome.value}: {result.message or ''}")
-    if run.gates:
-        _junit_gates(suites, run)
+    for table in run.summaries:
+        _junit_summary(suites, table)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -193,30 +203,32 @@ def _junit_properties(suite: ET.Element, properties: dict[str, str]) -> None:
         ET.SubElement(holder, "property", name=name, value=value)
 
 
-def _junit_gates(suites: ET.Element, run: Run) -> None:
-    """The P1 gate table as a suite of its own: a gate fails when a scenario of it failed."""
-    verdicts = [row["verdict"] for row in run.gates]
+def _junit_summary(suites: ET.Element, table: SummaryTable) -> None:
+    """A contract's summary table as a suite of its own: a row fails when a case counted against it."""
+    name = f"resumekit.{table.contract}-{table.summary.key}"
+    verdicts = [row["verdict"] for row in table.rows]
     suite = ET.SubElement(
         suites,
         "testsuite",
-        name="resumekit.p1-gates",
-        tests=str(len(run.gates)),
+        name=name,
+        tests=str(len(table.rows)),
         failures=str(verdicts.count("failed")),
         errors="0",
-        skipped=str(verdicts.count("not run")),
+        skipped=str(sum(1 for verdict in verdicts if verdict in ("not run", "not claimed"))),
     )
-    for row in run.gates:
-        case = ET.SubElement(suite, "testcase", classname="resumekit.p1-gates", name=str(row["gate"]))
+    for row in table.rows:
+        case = ET.SubElement(suite, "testcase", classname=name, name=str(row["name"]))
         properties = ET.SubElement(case, "properties")
-        for name in ("scenarios", "passed", "clauses", "attested"):
-            value = row[name]
+        for key, label in (("cases", table.summary.case_label), ("passed", "passed"), ("clauses", "clauses")):
+            value = row[key]
             text = ", ".join(value) if isinstance(value, list) else str(value)
-            ET.SubElement(properties, "property", name=name, value=text)
+            ET.SubElement(properties, "property", name=label, value=text)
+        ET.SubElement(properties, "property", name="attested", value=str(row["attested"]))
         if row["verdict"] == "failed":
             failed = ", ".join(row["failed"])
-            ET.SubElement(case, "failure", message=f"failed scenarios: {failed}").text = failed
-        elif row["verdict"] == "not run":
-            ET.SubElement(case, "skipped", message="no scenario of this gate ran")
+            ET.SubElement(case, "failure", message=f"failed {table.summary.case_label}: {failed}").text = failed
+        elif row["verdict"] in ("not run", "not claimed"):
+            ET.SubElement(case, "skipped", message=f"{row['verdict']}: none of its {table.summary.case_label} ran")
 
 
 def _first_line(result: CaseResult) -> str:
@@ -350,10 +362,10 @@ def format_summary(run: Run) -> str:
         lines.append(f"{kind:<14}" + "".join(f"{row[o]:>13}" for o in Outcome))
     total = run.counts
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
-    if run.gates:
-        lines += ["", *format_gates(run)]
+    for table in run.summaries:
+        lines += ["", *format_summary_table(table)]
     # A passed campaign's message is its coverage (the crash points it visited), worth a line each.
-    campaigns = [r for r in run.results if r.kind == "p1-campaign" and r.ok and r.message]
+    campaigns = [r for r in run.results if _is_campaign(r.kind) and r.ok and r.message]
     if campaigns:
         lines += ["", "campaigns:", *(f"  {r.case_id}: {r.message}" for r in campaigns)]
     if verdict.known_failures:
@@ -368,14 +380,22 @@ def format_summary(run: Run) -> str:
     return "\n".join(lines)
 
 
-def format_gates(run: Run) -> list[str]:
-    """The P1 gate table as text lines."""
-    lines = [f"{'P1 gate':<44}{'verdict':>9}{'passed':>8}{'of':>4}  clauses", "-" * 100]
-    for row in run.gates:
+def _is_campaign(kind_name: str) -> bool:
+    from resumekit.conformance import contracts
+
+    kind = contracts.kind(kind_name)
+    return kind is not None and kind.campaign
+
+
+def format_summary_table(table: SummaryTable) -> list[str]:
+    """A contract's summary table (P1: the gates) as text lines."""
+    label = table.summary.row_label
+    lines = [f"{label:<44}{'verdict':>9}{'passed':>8}{'of':>4}  clauses", "-" * 100]
+    for row in table.rows:
         clauses = ", ".join(row["clauses"])
         attested = f" (attested: {row['attested']})" if row["attested"] else ""
-        counts = f"{row['verdict']:>9}{row['passed']:>8}{row['scenarios']:>4}"
-        lines.append(f"{row['gate']:<44}{counts}  {_clip(clauses, 60)}{attested}")
+        counts = f"{row['verdict']:>9}{row['passed']:>8}{row['cases']:>4}"
+        lines.append(f"{row['name']:<44}{counts}  {_clip(clauses, 60)}{attested}")
     return lines
 
 
@@ -397,18 +417,20 @@ def to_markdown(run: Run) -> str:
     if run.fault_models:
         lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
     if run.seed is not None:
-        lines.append(f"Crash schedule seed: `{run.seed}`.")
+        lines.append(f"Seed: `{run.seed}`.")
     if not run.messages_validated:
         lines.append(f"Message checks: {NO_MESSAGE_CHECKS}.")
     lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
     for kind, row in counts_by_kind(run).items():
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
-    if run.gates:
-        lines += ["", "| P1 gate | verdict | passed | scenarios | clauses | attested |", "|---|---|---|---|---|---|"]
-        for gate in run.gates:
+    for table in run.summaries:
+        summary = table.summary
+        lines += ["", f"| {summary.row_label} | verdict | passed | {summary.case_label} | clauses | attested |"]
+        lines.append("|---|---|---|---|---|---|")
+        for line in table.rows:
             lines.append(
-                f"| {gate['gate']} | {gate['verdict']} | {gate['passed']} | {gate['scenarios']} | "
-                f"{', '.join(gate['clauses'])} | {gate['attested'] or 'none'} |"
+                f"| {line['name']} | {line['verdict']} | {line['passed']} | {line['cases']} | "
+                f"{', '.join(line['clauses'])} | {line['attested'] or 'none'} |"
             )
     known = [r for r in run.results if r.known_failure is not None]
     if known:
@@ -536,6 +558,7 @@ class ProgressReporter:
             self._line(f"{self._kind:<13} {self._case}: kill {done}/{total}")
 
     def finish(self) -> None:
+        """End the progress output: the last kind's line, and the status line cleared."""
         self._end_kind()
         self._kind = ""
         self._clear()

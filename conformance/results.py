@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,7 @@ class Selection:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The selection as the JSON report keeps it."""
         return {
             "profile": self.profile,
             "only": list(self.only),
@@ -148,6 +149,7 @@ class Verdict:
         return "certified" if self.certified else "not-certified"
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as the JSON report keeps it."""
         return {
             "status": self.status,
             "headline": self.headline,
@@ -170,6 +172,7 @@ class Mismatch:
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The mismatch as the JSON report keeps it."""
         data: dict[str, Any] = {"pointer": self.pointer, "expected": self.expected, "actual": self.actual}
         if self.clause:
             data["clause"] = self.clause
@@ -208,7 +211,7 @@ class CaseResult:
     replay: str | None = None
     expectation: str | None = None  # the profile whose expectation was compared (a case may carry one per profile)
     known_failure: str | None = None  # the reason an expectations file (--expect) gives for this case failing
-    gates: tuple[str, ...] = ()  # the P1 gates a scenario counts towards (docs/spec/p1.md, section 17)
+    counts_toward: tuple[str, ...] = ()  # the rows of its contract's summary table (P1: the gates of a scenario)
     readings: tuple[str, ...] = ()  # the alternative readings of a case the answers met (core alternatives)
 
     @property
@@ -234,6 +237,7 @@ class CaseResult:
         return self.outcome in (Outcome.PASSED, Outcome.NOT_CLAIMED)
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as the JSON report keeps it (optional fields only when set)."""
         data: dict[str, Any] = {
             "id": self.case_id,
             "kind": self.kind,
@@ -260,8 +264,8 @@ class CaseResult:
         if self.known_failure is not None:
             verdict = "expected failure" if self.expected_failure else "unexpected pass"
             data["knownFailure"] = {"reason": self.known_failure, "verdict": verdict}
-        if self.gates:
-            data["gates"] = list(self.gates)
+        if self.counts_toward:
+            data["countsToward"] = list(self.counts_toward)
         if self.readings:
             data["readings"] = list(self.readings)
         return data
@@ -280,6 +284,7 @@ class Implementation:
     adapter: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The implementation as the JSON report keeps it."""
         return {
             "name": self.name,
             "version": self.version,
@@ -306,7 +311,51 @@ class Shard:
     seed: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The shard as the JSON report keeps it."""
         return {"index": self.index, "count": self.count, "seed": self.seed, "selection": list(self.selection)}
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """How a contract's own summary table is titled: its rows come from the contract (``Contract.summarize``).
+
+    Every row is a mapping with ``name``, ``verdict`` (``passed``, ``failed``, ``not run`` or ``not claimed``),
+    ``cases`` (how many cases count towards it), ``passed``, ``failed`` (the ids of the cases that count
+    against it), ``notRun``, ``clauses`` and ``attested`` (what of its evidence the kit takes on the
+    implementation's word, or ``""``).
+    """
+
+    key: str  # a word for the table: the JUnit suite's and the HTML anchor's name ("gates")
+    title: str  # "P1 gates"
+    row_label: str  # "P1 gate"
+    case_label: str = "cases"  # what the counted cases are called in prose ("scenarios")
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryTable:
+    """One contract's summary table in a run: its rows, and how they are titled."""
+
+    contract: str
+    summary: Summary
+    rows: tuple[Mapping[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The table as the JSON report keeps it."""
+        summary = self.summary
+        return {
+            "contract": self.contract,
+            "key": summary.key,
+            "title": summary.title,
+            "rowLabel": summary.row_label,
+            "caseLabel": summary.case_label,
+            "rows": [dict(row) for row in self.rows],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SummaryTable:
+        """The table of ``to_dict``."""
+        summary = Summary(data["key"], data["title"], data["rowLabel"], data["caseLabel"])
+        return cls(data["contract"], summary, tuple(dict(row) for row in data["rows"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +372,7 @@ class Run:
     kit_version: str = ""
     seed: int | None = None
     golden_digest: str = ""
-    gates: tuple[Mapping[str, Any], ...] = ()  # the P1 gate table, when P1 scenarios were selected
+    summaries: tuple[SummaryTable, ...] = ()  # each contract's own table (P1: the gates), when it was selected
     selection: Selection | None = None  # what was asked for; None when a caller ran cases of its own choosing
     interrupted: bool = False  # stopped (Ctrl-C) before every selected case ran
     selected: int = 0  # how many cases were selected, finished or not
@@ -400,9 +449,3 @@ def _failing_reasons(claimed: list[CaseResult]) -> tuple[str, ...]:
     if not any(r.ok and r.known_failure is None for r in claimed):
         reasons.append("no claimed case passed")
     return tuple(reasons)
-
-
-def summarize(results: Iterable[CaseResult]) -> dict[str, int]:
-    """Count outcomes of *results*."""
-    counted = Counter(result.outcome.value for result in results)
-    return {outcome.value: counted.get(outcome.value, 0) for outcome in Outcome}

@@ -12,23 +12,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from resumekit.conformance import __version__, _process, schemas
+from resumekit.conformance import __version__, _process, contracts
 from resumekit.conformance.adapters import Adapter, AdapterStartError, Reply
-from resumekit.conformance.canonical import canonical_json
-from resumekit.conformance.fixtures import Case, DecisionCase, ScenarioCase
-from resumekit.conformance.p1.gates import gate_table
-from resumekit.conformance.phase0 import plan_checks
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome, Run, Selection, Shard
-
-# What each kind of case needs the implementation to claim.
-REQUIRED_CAPABILITIES: dict[str, tuple[str, ...]] = {
-    "decision": ("phase0.projection",),
-    "crash": ("phase0.store", "phase0.crash", "phase0.projection"),
-    "ledger-fault": ("phase0.store", "phase0.ledger-file"),
-    "schedule": ("phase0.store", "phase0.crash"),
-    "p1": ("p1.worker",),
-    "p1-campaign": ("p1.worker", "p1.failpoint-any"),
-}
+from resumekit.conformance.cases import Case
+from resumekit.conformance.contracts import CaseRunner, RunContext
+from resumekit.conformance.results import CaseResult, Outcome, Run, Selection, Shard
 
 
 class Reporter(Protocol):
@@ -56,7 +44,7 @@ def result_for(case: Case, outcome: Outcome, **fields: Any) -> CaseResult:
         clauses=case.clauses,
         profile=case.profile,
         source=case.source,
-        gates=case.gates if isinstance(case, ScenarioCase) else (),
+        counts_toward=case.counts_toward,
         **fields,
     )
 
@@ -83,79 +71,9 @@ def errored(case: Case, reply: Reply, what: str) -> CaseResult:
     )
 
 
-_ECHOED = ("runtimeEvents", "replayRuntimeEvents")
-ALWAYS_CHECKED = ("PURE-1", "PURE-2")
-
-
-def plan_problem(plan: Any) -> str | None:
-    """Why *plan* is not a ResumePlan, or None.
-
-    The echoed event lists are only checked to hold objects: the comparison then requires each to
-    equal a committed event, which is valid already, so validating them again would only cost time
-    (it was three quarters of the runner's own time).
-    """
-    if not isinstance(plan, dict):
-        return f"the plan is {type(plan).__name__}, not an object"
-    light = dict(plan)
-    for key in _ECHOED:
-        value = plan.get(key)
-        if isinstance(value, list) and all(isinstance(event, dict) for event in value):
-            light[key] = []
-    violation = schemas.first_violation(schemas.RESUME_PLAN, light)
-    return None if violation is None else f"the plan breaks schemas/phase0/resume-plan.json {violation}"
-
-
-def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResult:
-    """Ask for the plan twice and compare it with the case's expectation."""
-    fields: dict[str, Any] = {"case": case.id, "profile": profile, "events": [dict(e) for e in case.events]}
-    if case.expected_high_water is not None:
-        fields["expectedRuntimeEventHighWater"] = case.expected_high_water
-    before = canonical_json(fields["events"])
-    plans: list[dict[str, Any]] = []
-    answers: list[bytes] = []
-    for attempt in ("first", "second"):
-        reply = adapter.request("phase0.plan", **fields)
-        if reply.outcome == "skipped":
-            return result_for(case, Outcome.SKIPPED, message=reply.message)
-        if reply.outcome != "result":
-            return errored(case, reply, f"phase0.plan ({attempt} request)")
-        plan = reply.value.get("plan") if isinstance(reply.value, dict) else None
-        answers.append(canonical_json(plan))
-        # An answer byte-identical to the first one was validated with it.
-        problem = None if answers[-1] == answers[0] and plans else plan_problem(plan)
-        if problem or not isinstance(plan, dict):
-            return result_for(case, Outcome.ERRORED, message=problem or "no plan", transcript=reply.transcript)
-        plans.append(plan)
-    mismatches = plan_checks.compare_plan(case.events, case.expectation_for(profile), plans[0])
-    mismatches += plan_checks.compare_determinism(plans[0], plans[1])
-    if canonical_json(fields["events"]) != before:
-        mismatches.append(
-            Mismatch("", "the input events unchanged", "changed", "PURE-1", "the implementation changed its input")
-        )
-    # PURE-1 and PURE-2 are checked on every decision case, so every decision result covers them.
-    clauses = case.clauses + tuple(c for c in ALWAYS_CHECKED if c not in case.clauses)
-    expectation = case.expectation_profile(profile)
-    if mismatches:
-        failed = result_for(case, Outcome.FAILED, mismatches=tuple(mismatches), expectation=expectation)
-        return dataclasses.replace(failed, clauses=clauses)
-    return dataclasses.replace(result_for(case, Outcome.PASSED, expectation=expectation), clauses=clauses)
-
-
-CaseRunner = Callable[[Case], CaseResult]
-
-
-def _step_capabilities(case: Case) -> tuple[str, ...]:
-    """Capabilities a scenario needs beyond its kind's, for what its steps ask of the worker."""
-    if not isinstance(case, ScenarioCase):
-        return ()
-    starts = [step["start"] for step in case.steps if "start" in step]
-    needed = (("diskFault", "p1.disk-faults"), ("tool", "p1.tools"))
-    return tuple(capability for name, capability in needed if any(name in start for start in starts))
-
-
 def missing_claims(case: Case, capabilities: Sequence[str], profiles: Sequence[str]) -> str | None:
     """Why the implementation's claims do not cover *case*, or None."""
-    needed = REQUIRED_CAPABILITIES.get(case.kind, ()) + _step_capabilities(case)
+    needed = contracts.required_capabilities(case)
     missing = [c for c in needed if c not in capabilities]
     if missing:
         return f"needs capabilities {missing}, which the implementation does not claim"
@@ -193,7 +111,8 @@ def run(
     jobs: int = 1,
     shard: Shard | None = None,
 ) -> Run:
-    """Run every case, each by the runner for its kind; decisions go through *adapter*.
+    """Run every case, each by the runner for its kind: those the registered contracts build for *adapter*
+    alone, and *runners* (the process kinds', say) over them.
 
     *profile* is the profile answers are compared in; *selection* records what was asked for (the
     verdict reads its scope from it). *known_failures* maps case ids to the reason they are expected
@@ -201,13 +120,15 @@ def run(
     killed, and the Run holds what finished, marked interrupted.
 
     With *jobs* above 1 the cases run on that many threads at once. Every process kind makes its own
-    scratch workspace and implementation processes, so those cases run side by side; the decision cases
-    all go, one after another, through *adapter* on one thread, so each determinism check (the same
-    question asked twice in a row) is exactly what it is with one job. Whatever order cases finish in,
-    the reporter hears of them, and the Run lists them, in the order of *cases*.
+    scratch workspace and implementation processes, so those cases run side by side; the cases of a
+    serial kind (``Kind.serial``) all go, one after another, through *adapter* on one thread, so each
+    determinism check (the same question asked twice in a row) is exactly what it is with one job.
+    Whatever order cases finish in, the reporter hears of them, and the Run lists them, in the order of
+    *cases*.
     """
     reporter = reporter or _Silent()
-    by_kind: dict[str, CaseRunner] = {"decision": lambda case: run_decision(case, adapter, profile)}  # type: ignore[arg-type]
+    # The kinds *adapter* alone can run (``Kind.in_process``), then the caller's, which may replace them.
+    by_kind = contracts.runners(RunContext(adapter, profile))
     by_kind.update(runners or {})
     info = adapter.implementation
     started, clock = _now(), time.perf_counter()
@@ -219,28 +140,12 @@ def run(
             result = dataclasses.replace(result, known_failure=known_failures[case.id])
         return result
 
-    results: list[CaseResult] = []
-    interrupted = False
-    futures = _in_parallel(chosen, one, jobs) if jobs > 1 else []
-    try:
-        for index, case in enumerate(chosen):
-            reporter.case_started(case)
-            result = futures[index].result() if futures else one(case)
-            results.append(result)
-            reporter.case_finished(result)
-    except KeyboardInterrupt:
-        interrupted = True
-        _process.kill_all()
-    finally:  # interrupted, or a runner raised: start no further case
-        for future in futures:
-            future.cancel()
-    gates_of = {case.id: case.gates for case in chosen if isinstance(case, ScenarioCase)}
-    table = tuple(row.to_dict() for row in gate_table(gates_of, results, profile=profile)) if gates_of else ()
+    results, interrupted = _gather(chosen, one, jobs, reporter)
     return Run(
         implementation=info,
         profile=profile,
         results=tuple(results),
-        gates=table,
+        summaries=contracts.summaries({case.kind for case in chosen}, results, profile),
         started=started,
         finished=_now(),
         duration=time.perf_counter() - clock,
@@ -257,6 +162,27 @@ def run(
     )
 
 
+def _gather(
+    chosen: Sequence[Case], one: Callable[[Case], CaseResult], jobs: int, reporter: Reporter
+) -> tuple[list[CaseResult], bool]:
+    """The results of *chosen* in order, told to *reporter* as they come, and whether Ctrl-C ended the run."""
+    results: list[CaseResult] = []
+    futures = _in_parallel(chosen, one, jobs) if jobs > 1 else []
+    try:
+        for index, case in enumerate(chosen):
+            reporter.case_started(case)
+            result = futures[index].result() if futures else one(case)
+            results.append(result)
+            reporter.case_finished(result)
+    except KeyboardInterrupt:
+        _process.kill_all()
+        return results, True
+    finally:  # interrupted, or a runner raised: start no further case
+        for future in futures:
+            future.cancel()
+    return results, False
+
+
 def _run_one(
     case: Case, by_kind: Mapping[str, CaseRunner], capabilities: Sequence[str], profiles: Sequence[str]
 ) -> CaseResult:
@@ -271,24 +197,24 @@ def _run_one(
     return _timed(result, time.perf_counter() - begun)
 
 
-# Kinds whose single cases take longest start first, so that the run does not end waiting on one.
-_FIRST = ("schedule",)
-
-
 def _in_parallel(chosen: Sequence[Case], one: Callable[[Case], CaseResult], jobs: int) -> list[Future[CaseResult]]:
     """Start *chosen* on up to *jobs* daemon threads; one future per case, in the order of *chosen*.
 
-    The decision cases form one unit, run in order on one thread; every other case is a unit of its
-    own. A unit's exception fails its own future, which the caller meets in order.
+    The cases of serial kinds form one unit, run in order on one thread; every other case is a unit of its
+    own, those of kinds whose single cases take longest (``Kind.first``) started first, so that the run
+    does not end waiting on one. A unit's exception fails its own future, which the caller meets in order.
     """
     futures: list[Future[CaseResult]] = [Future() for _ in chosen]
-    decisions = [index for index, case in enumerate(chosen) if case.kind == "decision"]
-    rest = [index for index, case in enumerate(chosen) if case.kind != "decision"]
-    rest.sort(key=lambda index: 0 if chosen[index].kind in _FIRST else 1)  # stable: selection order within
+    kinds = {case.kind: contracts.kind(case.kind) for case in chosen}
+    serial = {name for name, kind in kinds.items() if kind is not None and kind.serial}
+    first = {name for name, kind in kinds.items() if kind is not None and kind.first}
+    in_order = [index for index, case in enumerate(chosen) if case.kind in serial]
+    rest = [index for index, case in enumerate(chosen) if case.kind not in serial]
+    rest.sort(key=lambda index: 0 if chosen[index].kind in first else 1)  # stable: selection order within
     units: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
-    for unit in ([decisions] if decisions else []) + [[index] for index in rest]:
+    for unit in ([in_order] if in_order else []) + [[index] for index in rest]:
         units.put(unit)
-    workers = min(jobs, len(rest) + (1 if decisions else 0))
+    workers = min(jobs, len(rest) + (1 if in_order else 0))
 
     def work() -> None:
         while True:

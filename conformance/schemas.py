@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumekit.conformance._resources import schemas_dir
@@ -47,21 +48,26 @@ class SchemaViolation:
         return f"at {self.pointer or '/'}: {self.message}"
 
 
-@cache
 def registry() -> Registry[Any]:
-    """Every schema under ``schemas/``, keyed by its ``$id``."""
-    return _registry(keep_dialect=True)
+    """Every schema under ``schemas/`` and the schema folders of registered contracts, keyed by its ``$id``."""
+    return _registry(True, _folders())
+
+
+def _folders() -> tuple[Path, ...]:
+    from resumekit.conformance import contracts
+
+    return (schemas_dir(), *contracts.schema_dirs())
 
 
 @cache
-def _registry(keep_dialect: bool) -> Registry[Any]:
+def _registry(keep_dialect: bool, folders: tuple[Path, ...]) -> Registry[Any]:
     # Without its "$schema", a file reached through "$ref" is validated by the class that started, not
     # the one its dialect names: the exact-integer class must reach every file (they all are 2020-12).
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 
     resources = []
-    for path in sorted(schemas_dir().rglob("*.json")):
+    for path in sorted(path for folder in folders for path in folder.rglob("*.json")):
         contents = json.loads(path.read_text(encoding="utf-8"))
         if "$id" not in contents:
             raise ValueError(f"schema {path} has no '$id'")
@@ -83,7 +89,7 @@ def validator(uri: str, exact_integers: bool = False) -> Draft202012Validator:
 
     if not exact_integers:
         return Draft202012Validator(registry().contents(uri), registry=registry())
-    plain = _registry(keep_dialect=False)
+    plain = _registry(False, _folders())
     exact: type[Draft202012Validator] = _exact_integer_class()
     return exact(plain.contents(uri), registry=plain)
 

@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from resumekit.conformance import report, schemas
-from resumekit.conformance.p1.gates import gate_table
+from resumekit.conformance import contracts, report, schemas
 from resumekit.conformance.results import Outcome
 
 _T = TypeVar("_T")
@@ -66,6 +65,14 @@ def merge(named: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
             raise ShardError(f"{name} is not a run report: it breaks schemas/report/run-report.json {violation}")
         if "shard" not in document:
             raise ShardError(f"{name} is not a shard report: it was not run with --shard K/N")
+    _check_alike(named)
+    selection: list[str] = list(named[0][1]["shard"]["selection"])
+    results = _results_by_case(named, selection)
+    return _merged(named, [dict(results[case_id]) for case_id in selection])
+
+
+def _check_alike(named: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """ShardError unless the shards share a kit, golden set, implementation, profile, seed and selection."""
     same = "merge only the shards of one certification"
     _differ(same, named, lambda d: d["resumekit"]["version"], "kit versions")
     _differ(same, named, lambda d: d["resumekit"].get("goldenDigest", ""), "golden fixtures (golden digests)")
@@ -79,8 +86,10 @@ def merge(named: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     _differ("a certification is of one platform", named, lambda d: d["platform"].get("system"), "systems")
     _differ("a certification is of one platform", named, lambda d: d["platform"].get("machine"), "machines")
 
+
+def _results_by_case(named: Sequence[tuple[str, Mapping[str, Any]]], selection: Sequence[str]) -> dict[str, Any]:
+    """Every shard's results by case id; ShardError on a shard or case given twice, or one missing."""
     count = named[0][1]["shard"]["count"]
-    selection: list[str] = list(named[0][1]["shard"]["selection"])
     by_index: dict[int, str] = {}
     where: dict[str, str] = {}
     results: dict[str, Mapping[str, Any]] = {}
@@ -107,8 +116,12 @@ def merge(named: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     if missing:
         shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
         raise ShardError(f"gap: {len(missing)} selected case(s) have no result in any shard: {shown}")
+    return results
 
-    ordered = [dict(results[case_id]) for case_id in selection]
+
+def _merged(named: Sequence[tuple[str, Mapping[str, Any]]], ordered: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged report of the shards *named*, whose results are *ordered* as the unsharded run's."""
+    count = named[0][1]["shard"]["count"]
     outcomes = [Outcome(result["outcome"]) for result in ordered]
     claimed = [outcome for outcome in outcomes if outcome is not Outcome.NOT_CLAIMED]
     documents = [document for _, document in sorted(named, key=lambda pair: pair[1]["shard"]["index"])]
@@ -122,7 +135,7 @@ def merge(named: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
         "finished": max(document["finished"] for document in documents),
         # The shards run side by side: the certification took as long as its longest shard.
         "durationSeconds": max(document["durationSeconds"] for document in documents),
-        "seed": first["shard"]["seed"] if any(r["kind"] == "schedule" for r in ordered) else None,
+        "seed": first["shard"]["seed"] if any(_seeded(r["kind"]) for r in ordered) else None,
         "faultModels": sorted({r["faultModel"] for r in ordered if r.get("faultModel")}),
         "certified": bool(claimed) and all(outcome is Outcome.PASSED for outcome in claimed),
         "summary": {outcome.value: outcomes.count(outcome) for outcome in Outcome},
@@ -144,14 +157,18 @@ def merge(named: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
         merged["selection"] = dict(first["selection"])
     if any(document.get("interrupted") for document in documents):
         merged["interrupted"] = True
-    # The verdict and the gate table come from the one result model every report uses, so a merged
-    # subset can never read as a certification.
+    # The verdict and the contracts' summary tables come from the one result model every report uses, so
+    # a merged subset can never read as a certification.
     run = report.from_json(merged)
-    gates_of = {result.case_id: result.gates for result in run.results if result.kind in ("p1", "p1-campaign")}
-    table = tuple(row.to_dict() for row in gate_table(gates_of, run.results, profile=run.profile)) if gates_of else ()
-    document = report.to_json(dataclasses.replace(run, gates=table))
+    tables = contracts.summaries({result.kind for result in run.results}, run.results, run.profile)
+    document = report.to_json(dataclasses.replace(run, summaries=tables))
     document["mergedFrom"] = merged["mergedFrom"]
     return document
+
+
+def _seeded(kind_name: str) -> bool:
+    kind = contracts.kind(kind_name)
+    return kind is not None and kind.seeded
 
 
 def _options(selection: Mapping[str, Any] | None) -> Any:

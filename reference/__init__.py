@@ -1,4 +1,10 @@
-"""The bundled reference runtime for resumekit's Phase 0 contract."""
+"""The bundled reference runtime of both contracts, certified by the kit the way a foreign one is.
+
+``phase0`` holds the pure projection and the durable file store, ``p1`` the worker with its journal, task
+cache, git workspaces and cleanup; ``adapter`` speaks the adapter protocol for both. The names exported
+here are the Phase 0 projection's, which Python runtimes can call in-process
+(``--adapter python:resumekit.reference:build_resume_plan``).
+"""
 
 from __future__ import annotations
 

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import fixtures, runner
+from resumekit.conformance import fixtures
 from resumekit.conformance._process import LineProcess
 from resumekit.conformance.adapters import PythonAdapter, process_factory
 from resumekit.conformance.phase0 import crash
+from resumekit.conformance.phase0.decisions import run_decision
 from resumekit.reference import build_resume_plan
 from resumekit.reference.durable import sync_fd as sync  # the floor uses the store's own primitive
 from resumekit.reference.p1.journal import COLUMNS, Journal
@@ -69,8 +70,8 @@ def decisions(repeats: int) -> None:
     process = process_factory("reference")()
     process.start()
     try:
-        t_in = best(repeats, lambda: [runner.run_decision(c, inproc, "strict") for c in cases])
-        t_sub = best(repeats, lambda: [runner.run_decision(c, process, "strict") for c in cases])
+        t_in = best(repeats, lambda: [run_decision(c, inproc, "strict") for c in cases])
+        t_sub = best(repeats, lambda: [run_decision(c, process, "strict") for c in cases])
     finally:
         process.close()
     projection = best(repeats, lambda: [build_resume_plan(c.events) for c in cases for _ in range(2)])

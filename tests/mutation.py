@@ -101,7 +101,8 @@ def _alarm(signum: int, frame: Any) -> None:
 
 @functools.cache
 def _decisions() -> list[Any]:
-    from resumekit.conformance.fixtures import DecisionCase, load_suite
+    from resumekit.conformance.fixtures import load_suite
+    from resumekit.conformance.phase0.cases import DecisionCase
 
     return [case for case in load_suite().cases if isinstance(case, DecisionCase)]
 
@@ -142,7 +143,7 @@ def _load(code: str) -> types.ModuleType:
 def lines_run_under_core(source: str) -> set[int]:
     """The lines of the unmutated projection that some case runs under ``--profile core``."""
     from resumekit.conformance.adapters import PythonAdapter
-    from resumekit.conformance.runner import run_decision
+    from resumekit.conformance.phase0.decisions import run_decision
 
     adapter = PythonAdapter(_as_the_protocol_delivers(_load(source).build_resume_plan), name="traced")
     seen: set[int] = set()
@@ -185,8 +186,8 @@ def _spans(lines: list[int]) -> str:
 def _outcome(code: str) -> str:
     """'core' or 'strict' (the profile whose cases killed the mutant), 'timeout', 'invalid', or 'survived'."""
     from resumekit.conformance.adapters import PythonAdapter
+    from resumekit.conformance.phase0.decisions import run_decision
     from resumekit.conformance.results import Outcome
-    from resumekit.conformance.runner import run_decision
 
     try:
         module = _load(code)

@@ -55,3 +55,9 @@ def minimal_event(**fields: Any) -> dict[str, Any]:
     }
     event.update(fields)
     return event
+
+
+def gate_rows(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The P1 gate table of a JSON run report, each row by its gate's name (none when P1 was not selected)."""
+    tables = [table for table in document.get("summaries", ()) if table["contract"] == "p1"]
+    return {row["name"]: row for table in tables for row in table["rows"]}

@@ -23,13 +23,14 @@ import pytest
 import yaml
 
 from resumekit.conformance._resources import golden_dir
-from resumekit.conformance.fixtures import ScenarioCase, SoakCase, load_suite
+from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.p1 import evidence_checks as checks
-from resumekit.conformance.p1 import harness
+from resumekit.conformance.p1 import harness, world
+from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.runner import missing_claims
 from resumekit.reference.p1.control import Control, DiskFault
 from tests.broken.workers import ATTACK_BUGS
-from tests.support import python_command, run_resumekit
+from tests.support import gate_rows, python_command, run_resumekit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -128,7 +129,7 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
     assert result["outcome"] == "failed", result
     cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
     assert cited & clauses, (bug, cited, result["message"])
-    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert verdicts[gate] == "failed", verdicts
 
 
@@ -305,8 +306,8 @@ def test_a_disk_fault_fails_only_its_own_hit_of_its_own_operation() -> None:
 
 
 def test_a_tear_at_any_offset_keeps_fewer_bytes_than_the_cache() -> None:
-    assert [harness._torn_length(10, at) for at in (None, 0, 1, 9, 10, 99, -1, -10, -99)] == [5, 0, 1, 9, 9, 9, 9, 0, 0]
-    assert all(harness._torn_length(size, at) < size for size in (1, 2, 300) for at in range(-size - 1, size + 2))
+    assert [world._torn_length(10, at) for at in (None, 0, 1, 9, 10, 99, -1, -10, -99)] == [5, 0, 1, 9, 9, 9, 9, 0, 0]
+    assert all(world._torn_length(size, at) < size for size in (1, 2, 300) for at in range(-size - 1, size + 2))
 
 
 def test_a_worker_that_ignores_a_lost_lease_is_caught_when_a_second_worker_shares_its_task(
@@ -319,5 +320,5 @@ def test_a_worker_that_ignores_a_lost_lease_is_caught_when_a_second_worker_share
     for result in results:
         cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
         assert "LEASE-4" in cited, (result["id"], cited)
-    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert verdicts["LEASE_RENEWAL_RECOVERY"] == "failed", verdicts

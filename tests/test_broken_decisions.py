@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from resumekit.conformance.adapters import PythonAdapter, load_python
-from resumekit.conformance.fixtures import DecisionCase, load_suite
+from resumekit.conformance.fixtures import load_suite
+from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.results import Outcome
 from resumekit.conformance.runner import run
 from tests.broken.decisions import BROKEN, CORE_SITUATIONS

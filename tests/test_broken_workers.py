@@ -18,7 +18,7 @@ import pytest
 
 from resumekit.conformance.p1.gates import GATES
 from tests.broken.workers import BUGS
-from tests.support import python_command, run_resumekit
+from tests.support import gate_rows, python_command, run_resumekit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -141,7 +141,7 @@ def test_a_broken_worker_fails_the_gates_its_bug_breaks(
     gates, scenarios, clauses = EXPECTED[bug]
     code, document, output = runs[bug]
     assert code == 1, output  # not certified
-    verdicts = {row["gate"]: row["verdict"] for row in document["gates"]}
+    verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert set(verdicts) == EVERY_GATE
     assert {gate for gate, verdict in verdicts.items() if verdict == "failed"} == gates, verdicts
     assert all(verdict == "passed" for gate, verdict in verdicts.items() if gate not in gates), verdicts

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from resumekit.conformance import _yaml
-from resumekit.conformance.fixtures import DecisionCase, FixtureError, load_file, load_suite
+from resumekit.conformance.fixtures import FixtureError, load_file, load_suite
+from resumekit.conformance.phase0.cases import DecisionCase
 
 GOOD = """
 schema_version: 1
@@ -124,7 +125,8 @@ def test_a_non_mapping_file_is_refused(write_fixture: Write) -> None:
 
 
 def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
-    from resumekit.conformance.cli import KIT_SPEC_FILES, NOT_YET_COVERED, SPEC_FILES, _spec_clauses
+    from resumekit.conformance import contracts
+    from resumekit.conformance._cmd_golden import _spec_clauses
 
     suite = load_suite()
     decisions = [case for case in suite.cases if case.kind == "decision"]
@@ -132,10 +134,10 @@ def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
     assert len([case for case in suite.cases if case.kind == "p1"]) >= 80
     clauses = _spec_clauses()
     assert len(clauses) >= 150
-    binding = _spec_clauses(tuple(name for name in SPEC_FILES if name not in KIT_SPEC_FILES))
+    binding = _spec_clauses(kit_side=False)
     uncited = [clause for clause in binding if clause not in suite.clauses]
     # Every clause that binds an implementation is cited, except the documented ones, and those exactly.
-    assert sorted(uncited) == sorted(NOT_YET_COVERED)
+    assert sorted(uncited) == sorted(contracts.not_yet_covered())
     unknown = sorted(set(suite.clauses) - set(clauses))
     assert unknown == [], "fixtures cite clauses the spec does not define"
 
@@ -294,7 +296,7 @@ def test_a_broken_p1_scenario_file_is_refused_with_its_line_and_pointer(
 
 
 def test_the_failpoint_catalog_yields_a_crash_scenario_per_failpoint_and_task() -> None:
-    from resumekit.conformance.fixtures import ScenarioCase
+    from resumekit.conformance.p1.cases import ScenarioCase
 
     suite = load_suite()
     crashes = [case for case in suite.cases if isinstance(case, ScenarioCase) and case.id.startswith("p1-crash-")]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance import fixtures, report, runner, schemas, shards
+from resumekit.conformance import contracts, fixtures, report, runner, schemas, shards
 from resumekit.conformance.adapters import PythonAdapter
 from resumekit.conformance.cli import COMMANDS, EXIT_SUBSET, EXIT_USAGE, _parser
 from resumekit.conformance.results import CaseResult, Outcome
@@ -51,8 +51,8 @@ def test_two_jobs_give_the_verdicts_of_one_in_selection_order(one_job: dict[str,
     suite = fixtures.load_suite()
     chosen = {r["id"] for r in one_job["results"]}
     assert [r["id"] for r in two["results"]] == [c.id for c in suite.select("strict") if c.id in chosen]
-    assert two["gates"] == one_job["gates"]
-    assert all(r["gates"] for r in two["results"] if r["kind"] == "p1")
+    assert two["summaries"] == one_job["summaries"]
+    assert all(r["countsToward"] for r in two["results"] if r["kind"] == "p1")
 
 
 def test_three_shards_merged_equal_the_unsharded_run(one_job: dict[str, Any], tmp_path: Path) -> None:
@@ -72,7 +72,7 @@ def test_three_shards_merged_equal_the_unsharded_run(one_job: dict[str, Any], tm
     assert verdicts(merged) == verdicts(one_job)
     assert merged["certified"] is False and merged["scope"] == "subset" == one_job["scope"]
     assert merged["summary"] == one_job["summary"] and merged["verdict"]["status"] == one_job["verdict"]["status"]
-    assert merged["gates"] == one_job["gates"]
+    assert merged["summaries"] == one_job["summaries"]
     assert merged["seed"] == one_job["seed"] == 11
     assert [s["index"] for s in merged["mergedFrom"]] == [1, 2, 3]
     assert "SUBSET" in out
@@ -171,7 +171,7 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
 
     adapter = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
     adapter.implementation = adapter.implementation.__class__(
-        name="reference", version="", language="python", capabilities=runner.REQUIRED_CAPABILITIES["crash"],
+        name="reference", version="", language="python", capabilities=contracts.kind("crash").capabilities,  # type: ignore[union-attr]
         profiles=("core", "strict"),
     )  # fmt: skip
     recorder = _Recorder()

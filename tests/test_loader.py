@@ -25,7 +25,9 @@ import yaml
 
 from resumekit.conformance import _cache, _yaml, fixtures
 from resumekit.conformance.cli import COMMANDS, EXIT_USAGE, _parser
-from resumekit.conformance.fixtures import FixtureError, ledger_problems, load_file, load_suite, offset_problems
+from resumekit.conformance.fixtures import FixtureError, load_file, load_suite
+from resumekit.conformance.phase0.cases import DecisionCase
+from resumekit.conformance.phase0.fixtures import ledger_problems, offset_problems
 from tests.support import ROOT
 
 Write = Callable[[str, str], Path]
@@ -374,7 +376,7 @@ def test_the_lint_accepts_a_consistent_offset_case(write_fixture: Write) -> None
     )
     path = write_fixture("ok.yaml", text)
     [case] = load_file(path, path.parent)
-    assert isinstance(case, fixtures.DecisionCase) and case.expected_high_water == 1
+    assert isinstance(case, DecisionCase) and case.expected_high_water == 1
 
 
 def test_offset_rules_are_pure_and_cite_off_1() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from resumekit.conformance.p1 import cp_core as core
 from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
 from resumekit.conformance.p1.control_plane import ControlPlane
@@ -236,6 +237,28 @@ def test_issue_validates_the_task(env: Env) -> None:
     env.cp.issue(env.task())
     with pytest.raises(KitError, match="already issued"):
         env.cp.issue(env.task())
+
+
+def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
+    # The pure core, on plain values: no server, no origin, and no schema file unless the shell passes one in.
+    asked: list[tuple[str, Any]] = []
+
+    def refuse(uri: str, instance: Any) -> str:
+        asked.append((uri, instance))
+        return "at /base_oid: too short"
+
+    task = {"task_id": "t-1", "repository": REPO, "origin_url": "file:///nowhere", "kind": "source_capture"}
+    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=refuse)
+    log = core.Log(state, None)
+    with pytest.raises(KitError, match=r"^task 't-1' breaks schemas/p1/task\.json at /base_oid: too short$"):
+        core.kit_issue(state, log, task)
+    assert asked == [(core.TASK_SCHEMA, {**task, "attempt": 1})]
+    assert state.tasks == {} and log.entries == []
+    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+    log = core.Log(state, None)
+    core.kit_issue(state, log, task)
+    assert [entry["kind"] for entry in log.entries] == ["attempt_issued", "task_state"]
+    assert state.tasks["t-1"].state == "QUEUED"
 
 
 # ---------------------------------------------------------------- CP-9, CP-10

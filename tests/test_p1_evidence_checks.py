@@ -4,9 +4,11 @@ attempts and identity conflicts (SCOPE-6, SCOPE-7), and a second worker's journa
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any
 
 from resumekit.conformance.p1 import evidence_checks as checks
+from resumekit.conformance.p1 import model
 from resumekit.conformance.p1.evidence import COLUMNS
 
 
@@ -99,3 +101,24 @@ def test_the_second_workers_journal_is_checked_and_its_outcome_judged() -> None:
     assert [(m.clause, m.pointer) for m in found] == [("FPT-4", "/expect/task/second_worker/final")]
     broken = dataclasses.replace(ev, second_rows=[_row(1, 1, "workspace_prepared", workspace="t")])
     assert [(m.clause, m.pointer[:15]) for m in checks.second_worker_checks(broken)] == [("PHASE-2", "/second-worker/")]
+
+
+def test_the_journal_model_judges_plain_values() -> None:
+    # What the kit expects and compares, computed from values alone: no origin, no journal file.
+    blobs = [("100644", "README.md", b"hello\n"), ("100755", "bin/run", b"")]
+    assert model.capture_body("a" * 40, blobs) == {
+        "base_oid": "a" * 40,
+        "files": [{"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in blobs],
+        "kind": "source_capture",
+    }
+    commit = {"name": "kit", "email": "kit@resumekit.invalid", "timestamp": 1767225600, "message": "p1: t\n"}
+    person = "kit <kit@resumekit.invalid> 1767225600 +0000"
+    assert model.commit_text("t" * 40, "p" * 40, commit) == (
+        f"tree {'t' * 40}\nparent {'p' * 40}\nauthor {person}\ncommitter {person}\n\np1: t\n".encode()
+    )
+    before = {"a": ("dir",), "a/f": ("file", 1, 10, "h"), "gone": ("link", "x")}
+    after = {"a": ("dir",), "a/f": ("file", 1, 11, "h"), "new": ("dir",)}
+    assert model.tree_changes(before, after) == {"new": "created", "gone": "removed", "a/f": "changed"}
+    rows = [_row(1, 1, "claimed"), _row(2, 1, "workspace_prepared", workspace="task-x")]
+    assert model.Snapshot.of(rows[:1]).kept_by(model.Snapshot.of(rows))
+    assert not model.Snapshot.of(rows).kept_by(model.Snapshot.of(rows[1:]))

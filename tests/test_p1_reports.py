@@ -6,8 +6,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from resumekit.conformance import report, schemas
+from resumekit.conformance.p1.contract import GATES as GATE_SUMMARY
+from resumekit.conformance.p1.contract import gate_rows
 from resumekit.conformance.p1.gates import ALWAYS_CHECKED, GATES, gate_table
-from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run
+from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run, SummaryTable
 
 GATES_OF = {
     "a": ("CHECKPOINT_DURABLE_WRITE", "LEASE_RENEWAL_RECOVERY"),
@@ -20,18 +22,19 @@ def _result(case_id: str, outcome: Outcome) -> CaseResult:
     held = Mismatch("/leases/l-1", "released", "ACTIVE", "LEASE-5", "held")
     mismatches = (held,) if outcome is Outcome.FAILED else ()
     message = "not claimed" if outcome is Outcome.NOT_CLAIMED else None
-    return CaseResult(case_id=case_id, kind="p1", outcome=outcome, mismatches=mismatches, message=message)
+    gates = GATES_OF[case_id]
+    return CaseResult(case_id, "p1", outcome, mismatches=mismatches, message=message, counts_toward=gates)
 
 
 def _run() -> Run:
     results = (_result("a", Outcome.PASSED), _result("b", Outcome.FAILED), _result("c", Outcome.NOT_CLAIMED))
-    table = tuple(row.to_dict() for row in gate_table(GATES_OF, results, profile="core"))
+    table = SummaryTable("p1", GATE_SUMMARY, gate_rows(results, "core"))
     implementation = Implementation(name="w", version="1", language="x", capabilities=("p1.worker",))
-    return Run(implementation, "core", results, "start", "end", 1.0, gates=table)
+    return Run(implementation, "core", results, "start", "end", 1.0, summaries=(table,))
 
 
 def test_the_gate_verdicts_follow_their_scenarios() -> None:
-    rows = {row["gate"]: row for row in _run().gates}
+    rows = {row["name"]: row for row in _run().summaries[0].rows}
     assert list(rows) == list(GATES)
     assert rows["CHECKPOINT_DURABLE_WRITE"]["verdict"] == "passed"
     assert rows["LEASE_RENEWAL_RECOVERY"]["verdict"] == "failed"
@@ -45,7 +48,8 @@ def test_the_gate_verdicts_follow_their_scenarios() -> None:
 def test_the_json_report_carries_the_table_and_matches_its_schema() -> None:
     document = report.to_json(_run())
     assert schemas.first_violation(schemas.RUN_REPORT, document) is None
-    assert [row["gate"] for row in document["gates"]] == list(GATES)
+    (table,) = document["summaries"]
+    assert [row["name"] for row in table["rows"]] == list(GATES)
 
 
 def test_junit_has_a_gate_suite_with_a_failure_and_skips() -> None:

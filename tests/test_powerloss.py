@@ -20,9 +20,13 @@ import pytest
 from resumekit.conformance import _files, powerloss
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.adapters import process_factory, split_command
-from resumekit.conformance.fixtures import Case, CrashCase, ScenarioCase, ScheduleCase, load_file
+from resumekit.conformance.cases import Case
+from resumekit.conformance.fixtures import load_file
 from resumekit.conformance.p1 import harness
+from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.phase0 import crash
+from resumekit.conformance.phase0.cases import CrashCase, ScheduleCase
+from resumekit.conformance.powerloss import layer as powerloss_layer
 from resumekit.conformance.powerloss.model import PAGE, Durable, apply_ops
 from resumekit.conformance.results import Outcome, Run
 from tests.broken.durability import MODES
@@ -148,8 +152,8 @@ def _case(case_id: str) -> CrashCase | ScheduleCase:
 
 
 def test_without_fuse_the_cases_are_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(powerloss, "_checked", ["no /dev/fuse in this test"])
-    runners = crash.runners(
+    monkeypatch.setattr(powerloss_layer, "_checked", ["no /dev/fuse in this test"])
+    runners = crash.process_runners(
         process_factory("reference"), profile="strict", seed=1, kills=3, adapter_spec="reference",
         power=powerloss.PowerLoss(),
     )  # fmt: skip

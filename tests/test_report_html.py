@@ -16,7 +16,8 @@ import pytest
 from resumekit.conformance import badge, report, report_html, schemas
 from resumekit.conformance.adapters import PythonAdapter
 from resumekit.conformance.cli import COMMANDS, EXIT_NOT_CERTIFIED, EXIT_SUBSET, EXIT_USAGE, _parser
-from resumekit.conformance.fixtures import DecisionCase, load_suite
+from resumekit.conformance.fixtures import load_suite
+from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.results import (
     CaseResult,
     Implementation,

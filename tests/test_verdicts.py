@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from resumekit.conformance import cli, schemas
+from resumekit.conformance import _cmd_run, cli, schemas
 from resumekit.conformance.cli import (
     COMMANDS,
     EXIT_CERTIFIED,
@@ -211,7 +211,7 @@ def test_an_unusable_output_path_is_refused_before_the_first_case(tmp_path: Path
 def test_every_report_that_can_be_written_is_written_when_one_cannot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "_prepare_outputs", lambda arguments, stderr: True)  # as if it broke during the run
+    monkeypatch.setattr(_cmd_run, "_prepare_outputs", lambda arguments, stderr: True)  # as if it broke during the run
     blocker = tmp_path / "a-file"
     blocker.write_text("", encoding="utf-8")
     report, summary = tmp_path / "r.json", tmp_path / "s.md"

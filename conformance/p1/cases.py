@@ -24,6 +24,11 @@ class ScenarioCase(Case):
 
     kind = "p1"
 
+    @property
+    def counts_toward(self) -> tuple[str, ...]:
+        """The gates the scenario counts towards (docs/spec/p1.md, section 17)."""
+        return self.gates
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MatrixCase(ScenarioCase):

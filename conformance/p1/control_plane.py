@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote, urlsplit
 from resumekit.conformance.p1 import cp_core as core
 from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.origin import GitError, Origin, git
+from resumekit.conformance.schemas import first_violation
 
 MAX_BODY = 1 << 20
 
@@ -31,15 +32,25 @@ MAX_BODY = 1 << 20
 class Observer(Protocol):
     """The kit's moment checks (CP-20, EVID-4); each returns the problems it found, logged with the request."""
 
-    def on_first_request(self, worker: str) -> list[str]: ...
+    def on_first_request(self, worker: str) -> list[str]:
+        """A worker's first request: no stale workspace may be left by then (CLEAN-1)."""
+        ...
 
-    def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]: ...
+    def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]:
+        """A result submission arrived: its result_pending row must be durable already (SUB-1)."""
+        ...
 
-    def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]: ...
+    def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]:
+        """A commit receipt arrived: its commit_done row must be durable already (COMMIT-5, strict)."""
+        ...
 
-    def on_push(self, task_id: str, attempt: int, ref: str, old: str, new: str) -> list[str]: ...
+    def on_push(self, task_id: str, attempt: int, ref: str, old: str, new: str) -> list[str]:
+        """A push reached the origin: the attempt's latest durable row must be verification_passed (COMMIT-2)."""
+        ...
 
-    def on_kill_point(self, name: str, worker: str) -> None: ...
+    def on_kill_point(self, name: str, worker: str) -> None:
+        """A kit-side kill point was reached: kill the worker there."""
+        ...
 
 
 class _Server(ThreadingHTTPServer):
@@ -132,7 +143,10 @@ class ControlPlane:
         retry_after_ms: int = 20,
         observer: Observer | None = None,
     ) -> None:
-        self._state = core.State(now_ms=clock_ms, ttl_ms=ttl_ms, retry_after_ms=retry_after_ms)
+        # The core validates tasks and submissions through the schemas, which this shell reads from disk.
+        self._state = core.State(
+            now_ms=clock_ms, ttl_ms=ttl_ms, retry_after_ms=retry_after_ms, validate=first_violation
+        )
         self._observer = observer
         self._lock = threading.RLock()
         self._log_path = Path(log_path)
@@ -181,6 +195,7 @@ class ControlPlane:
 
     @property
     def port(self) -> int:
+        """The loopback port the control plane listens on (RuntimeError before it starts)."""
         if self._server is None:
             raise RuntimeError("the control plane is not started")
         return int(self._server.server_address[1])
@@ -271,6 +286,7 @@ class ControlPlane:
             return len(self._state.faults)
 
     def now_ms(self) -> int:
+        """The control plane's clock, in milliseconds (the kit moves it; CP-12)."""
         with self._lock:
             return self._state.now_ms
 

@@ -184,6 +184,7 @@ class KillPoint:
 
     @property
     def on(self) -> str:
+        """The endpoint whose handling reaches the kill point."""
         return KILL_POINTS[self.name]
 
 

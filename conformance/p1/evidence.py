@@ -1,7 +1,9 @@
 """What the kit reads itself after (or while) a worker runs: the journal, the caches, the origin.
 
 Everything here is observed evidence (p1.md EVID-1): the journal is opened read-only, never with
-``immutable=1`` so rows still in a write-ahead log are seen (EVID-3), and closed after each read.
+``immutable=1`` so rows still in a write-ahead log are seen (EVID-3), and closed after each read. This is
+the shell: the journal's model (its columns, phases, rows and snapshots) lives in the pure ``model``, and
+is re-exported here under the names the harness has always used.
 """
 
 from __future__ import annotations
@@ -14,42 +16,57 @@ import sqlite3
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance.p1.cp_core import IDENTITY
+from resumekit.conformance.p1.cp_state import IDENTITY
+from resumekit.conformance.p1.model import (
+    BINDING,
+    COLUMNS,
+    HARD_FAILURES,
+    JOURNAL_FILE,
+    RANKS,
+    TERMINAL,
+    Entry,
+    Row,
+    Snapshot,
+    attempts,
+    binding,
+    capture_body,
+    commit_text,
+    identity,
+    tree_changes,
+)
 from resumekit.conformance.p1.origin import Origin, git, git_bytes
 
-JOURNAL_FILE = "checkpoints.sqlite3"
-COLUMNS = (
-    "seq",
-    *IDENTITY,
-    "phase",
-    "lease_id",
-    "task",
-    "workspace",
-    "idempotency_key",
-    "result_hash",
-    "result_body",
-    "commit_oid",
-    "reused_from",
-    "reason",
-)
-BINDING = tuple(name for name in IDENTITY if name != "attempt")
-RANKS = {
-    "claimed": 1,
-    "workspace_prepared": 2,
-    "verification_passed": 3,
-    "source_capture_done": 4,
-    "commit_done": 4,
-    "result_pending": 5,
-    "result_submitted": 6,
-}
-TERMINAL = ("result_submitted", "reconciliation_required")
-HARD_FAILURES = ("result_conflict", "result_rejected", "task_invalid")
-
-Row = dict[str, Any]
+__all__ = [
+    "BINDING",
+    "COLUMNS",
+    "HARD_FAILURES",
+    "IDENTITY",
+    "JOURNAL_FILE",
+    "RANKS",
+    "TERMINAL",
+    "Entry",
+    "JournalUnreadable",
+    "Row",
+    "Snapshot",
+    "attempts",
+    "binding",
+    "capture_body",
+    "commit_text",
+    "expected_capture",
+    "expected_commit",
+    "expected_result",
+    "identity",
+    "listing",
+    "read_cache",
+    "read_journal",
+    "tree_blobs",
+    "tree_changes",
+    "tree_digest",
+    "tree_state",
+]
 
 
 class JournalUnreadable(Exception):
@@ -91,22 +108,6 @@ def read_cache(state_dir: Path, task_id: str) -> tuple[str, Any]:
         return "torn", raw.decode("utf-8", "replace")
 
 
-def identity(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(row[name] for name in IDENTITY)
-
-
-def binding(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(row[name] for name in BINDING)
-
-
-def attempts(rows: Sequence[Row]) -> dict[tuple[Any, ...], list[Row]]:
-    """The rows of each identity, in order of their first row (PHASE-2)."""
-    grouped: dict[tuple[Any, ...], list[Row]] = {}
-    for row in rows:
-        grouped.setdefault(identity(row), []).append(row)
-    return grouped
-
-
 def tree_blobs(origin: Origin, oid: str) -> list[tuple[str, str, bytes]]:
     """Every blob of a commit's tree, recursively: (mode, path, bytes), sorted by the path's bytes."""
     listing = git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd=origin.path)
@@ -127,16 +128,7 @@ def _cat_blob(origin: Origin, blob: str) -> bytes:
 
 def expected_capture(origin: Origin, base_oid: str) -> dict[str, Any]:
     """The result body TASK-3 demands, computed by the kit from the origin."""
-    files = [
-        {"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in tree_blobs(origin, base_oid)
-    ]
-    return {"base_oid": base_oid, "files": files, "kind": "source_capture"}
-
-
-def commit_text(tree: str, parent: str, commit: Mapping[str, Any]) -> bytes:
-    """The exact commit object TASK-4 defines."""
-    person = f"{commit['name']} <{commit['email']}> {int(commit['timestamp'])} +0000"
-    return (f"tree {tree}\nparent {parent}\nauthor {person}\ncommitter {person}\n\n{commit['message']}").encode()
+    return capture_body(base_oid, tree_blobs(origin, base_oid))
 
 
 def expected_commit(origin: Origin, base_oid: str, payload: Mapping[str, Any]) -> str:
@@ -177,9 +169,6 @@ def listing(root: Path) -> list[str]:
         return []
 
 
-Entry = tuple[Any, ...]  # ("dir",), ("dir", mtime_ns) if unreadable, ("link", target), ("file", size, mtime_ns, sha256)
-
-
 def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
     """The entries named *names* directly under *root* and everything below them, without following
     links: relative path -> kind, and for a file its size, mtime and content hash (WRK-5's watch).
@@ -214,14 +203,6 @@ def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
     return state
 
 
-def tree_changes(before: Mapping[str, Entry], after: Mapping[str, Entry]) -> dict[str, str]:
-    """Each path created, changed or removed between two tree states, with the word for what happened."""
-    changes = {path: "created" for path in after if path not in before}
-    changes.update({path: "removed" for path in before if path not in after})
-    changes.update({path: "changed" for path in after if path in before and after[path] != before[path]})
-    return changes
-
-
 def tree_digest(root: Path) -> str:
     """A checksum of a whole tree, names, kinds and bytes, without following links."""
     digest = hashlib.sha256()
@@ -238,18 +219,3 @@ def tree_digest(root: Path) -> str:
         for name in dirs:
             digest.update(Path(current, name).relative_to(root).as_posix().encode("utf-8") + b"/\0")
     return digest.hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The journal at one moment, for the append-only check of JNL-4."""
-
-    rows: tuple[tuple[Any, ...], ...]
-
-    @classmethod
-    def of(cls, rows: Sequence[Row]) -> Snapshot:
-        return cls(tuple(tuple(row[name] for name in COLUMNS) for row in rows))
-
-    def kept_by(self, later: Snapshot) -> bool:
-        """Whether every row of this read is present, unchanged, in a later one."""
-        return later.rows[: len(self.rows)] == self.rows

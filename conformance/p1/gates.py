@@ -120,11 +120,13 @@ class GateRow:
 
     @property
     def verdict(self) -> str:
+        """``failed`` if a scenario counts against the gate, ``passed`` if one passed, else ``not run``."""
         if self.failed:
             return "failed"
         return "passed" if self.passed else "not run"
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as the report's JSON carries it."""
         return {
             "gate": self.gate,
             "verdict": self.verdict,

@@ -79,6 +79,7 @@ class Origin:
 
     @property
     def ref(self) -> str:
+        """The full name of the origin's target branch."""
         return f"refs/heads/{self.branch}"
 
     def head(self, branch: str | None = None) -> str | None:

@@ -19,6 +19,15 @@ class DecisionCase(Case):
     expected_high_water: int | None = None
 
     kind = "decision"
+    answer_name = "plan"
+
+    def compared_expectation(self, profile: str) -> Mapping[str, Any] | None:
+        """The plan a failed decision was compared against whole, defaulted operation args filled in as compared."""
+        from resumekit.conformance.phase0.plan_checks import expected_operations
+
+        expectation = dict(self.expectation_for(profile))
+        expectation["operations"] = expected_operations(self.events, expectation)
+        return expectation
 
     def expectation_profile(self, profile: str) -> str:
         """Whose expectation a run in *profile* compares against: ``"strict"`` only where the case has one."""

@@ -242,10 +242,3 @@ def compare_determinism(first: Any, second: Any) -> list[Mismatch]:
             "(expected: the first answer, actual: the second)",
         )
     ]
-
-
-def compare_unchanged(before: Any, after: Any, what: str, clause: str) -> list[Mismatch]:
-    """*what* must not have changed between two snapshots."""
-    if same_json(before, after):
-        return []
-    return [Mismatch("", before, after, clause, f"{what} changed")]

@@ -99,10 +99,12 @@ class Durable:
     # -- what the implementation does ---------------------------------------------------------------
 
     def write(self, node: int, offset: int, data: bytes) -> None:
+        """A write of *data* at *offset* of a file: volatile until the file is synced."""
         self._seq += 1
         self.pending.append(Op(self._seq, node, offset, bytes(data)))
 
     def truncate(self, node: int, size: int) -> None:
+        """A change of a file's size: volatile until the file is synced."""
         self._seq += 1
         self.pending.append(Op(self._seq, node, size, None))
 

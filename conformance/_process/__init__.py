@@ -1,0 +1,56 @@
+"""All of the kit's process plumbing: start, talk line by line with a deadline, kill, reap.
+
+Every adapter starts in a tree of its own: on POSIX a new session (so a new process group whose id is
+the adapter's pid), on Windows a Job Object that kills its members when the kit closes it. Every kill
+goes through that tree. ``LineProcess.kill`` and ``LineProcess.stop`` end the whole group or job, so a
+grandchild cannot outlive the adapter or keep its pipes open; ``LineProcess.kill_member`` is the one
+way to kill a pid the adapter *names* (``phase0.crash.arm``), and it kills nothing that is not the
+adapter or one of its descendants.
+
+Kill semantics differ by OS. On POSIX a kill is SIGKILL. On Windows it is TerminateProcess (or
+TerminateJobObject), which returns before the process is gone, so every kill is followed by a wait.
+Under a venv launcher on Windows the process the kit started is not the interpreter that holds the
+files, which is why adapters report their own pid and the kit can kill a pid it did not start.
+
+Every pipe is read in bounded pieces. A protocol line longer than ``MAX_LINE`` bytes is refused, the
+deadline of a read holds however many bytes keep arriving, and only the last ``STDERR_TAIL_BYTES`` of
+stderr are kept. POSIX pipes can be waited on with select; Windows pipes cannot, so there a reader
+thread hands chunks over through a bounded queue. No thread that reads a pipe ever has that pipe
+closed under it: a reader closes its own end when it sees the end of the stream.
+
+The package's modules, each re-exported here: ``errors`` (what the plumbing raises), ``lines`` (reading
+the pipes), ``line_process`` (the adapter process and its tree), ``pids`` (pids the kit did not start)
+and ``windows`` (the Job Object, on Windows only). A name one of them shares with another keeps its
+leading underscore: it is the plumbing's own, and a reader class's name is what its tests are labelled by.
+"""
+
+from __future__ import annotations
+
+from resumekit.conformance._process.errors import LineTooLong, NotInTree, ProcessGone, ReadTimeout
+from resumekit.conformance._process.line_process import LineProcess, kill_all
+from resumekit.conformance._process.lines import (
+    MAX_LINE,
+    STDERR_TAIL_BYTES,
+    STDERR_TAIL_LINES,
+    _SelectedLines,
+    _ThreadedLines,
+)
+from resumekit.conformance._process.pids import MAX_PID, pid_alive, plausible_pid, wait_pid_gone
+
+__all__ = [
+    "MAX_LINE",
+    "MAX_PID",
+    "STDERR_TAIL_BYTES",
+    "STDERR_TAIL_LINES",
+    "LineProcess",
+    "LineTooLong",
+    "NotInTree",
+    "ProcessGone",
+    "ReadTimeout",
+    "_SelectedLines",
+    "_ThreadedLines",
+    "kill_all",
+    "pid_alive",
+    "plausible_pid",
+    "wait_pid_gone",
+]

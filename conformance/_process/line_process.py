@@ -1,0 +1,310 @@
+"""The adapter process: a child spoken to in lines, in a tree of its own that every kill goes through.
+
+On POSIX the tree is a new session (so a new process group whose id is the adapter's pid), on Windows a
+Job Object that kills its members when the kit closes it. ``LineProcess.kill`` and ``LineProcess.stop``
+end the whole group or job, so a grandchild cannot outlive the adapter or keep its pipes open;
+``LineProcess.kill_member`` is the one way to kill a pid the adapter *names* (``phase0.crash.arm``), and
+it kills nothing that is not the adapter or one of its descendants.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from resumekit.conformance._process.errors import LineTooLong, NotInTree, ProcessGone, ReadTimeout
+from resumekit.conformance._process.lines import MAX_LINE, _SelectedLines, _Tail, _ThreadedLines
+from resumekit.conformance._process.pids import plausible_pid
+
+if sys.platform == "win32":
+    from resumekit.conformance._process.windows import _Job
+
+# Every LineProcess whose tree has not been ended yet, so that an interrupted run can end them all.
+_LIVE: set[LineProcess] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> int:
+    """End the tree of every process the kit started and has not ended yet; return how many.
+
+    Safe to call from a signal handler: it only sends kills (SIGKILL to each group, or terminates
+    each job), and never waits.
+    """
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    ended = 0
+    for process in live:
+        # A process already reaped may have given its pid (its group id) to a stranger: leave it.
+        if process._popen.returncode is None:
+            with contextlib.suppress(OSError):
+                process._end_tree()
+            ended += 1
+    return ended
+
+
+def _signal_kill(pid: int) -> None:
+    """Kill one pid at once, without letting it run any exit path. Only LineProcess calls this."""
+    if sys.platform == "win32":
+        # Any signal other than the console events makes os.kill call TerminateProcess.
+        os.kill(pid, signal.SIGTERM)
+    else:
+        os.kill(pid, signal.SIGKILL)
+
+
+class LineProcess:
+    """A child process spoken to in lines: stdin for requests, stdout for responses, stderr kept as a tail.
+
+    The process and everything it starts form one tree (a POSIX session, a Windows Job Object) that
+    ``kill`` and ``stop`` end as a whole.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        line_limit: int = MAX_LINE,
+    ) -> None:
+        self.argv = list(argv)
+        job = None
+        try:
+            if sys.platform == "win32":
+                job = _Job()
+            self._popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                # POSIX: its own session and process group, whose id is its pid. Windows: the job below.
+                start_new_session=sys.platform != "win32",
+            )
+            if job is not None:
+                # A child started in the instant before this line escapes the job: documented.
+                with contextlib.suppress(OSError):
+                    job.add(int(self._popen._handle))  # type: ignore[attr-defined,unused-ignore]
+        except (OSError, ValueError) as error:
+            if job is not None:
+                job.close()
+            raise ProcessGone(f"cannot start {self.argv!r}: {error}") from None
+        self._job = job
+        self._tree_ended = False
+        assert self._popen.stdout is not None and self._popen.stderr is not None
+        self._lines: _ThreadedLines | _SelectedLines = (
+            _ThreadedLines(self._popen.stdout, line_limit)
+            if sys.platform == "win32"
+            else _SelectedLines(self._popen.stdout, line_limit)
+        )
+        self._stderr = _Tail(self._popen.stderr)
+        self._stderr_settled = False
+        self._writer_lock = threading.Lock()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    @property
+    def pid(self) -> int:
+        """The process id of the process the kit started."""
+        return self._popen.pid
+
+    def stderr_tail(self) -> str:
+        """The last lines the process wrote to stderr (at most ``STDERR_TAIL_BYTES`` of them)."""
+        if not self._stderr_settled and self.poll() is not None:
+            # It has exited: let the reader take in its last words (not forever: a grandchild may hold stderr).
+            self._stderr.ended.wait(0.5)
+            self._stderr_settled = True
+        return self._stderr.text()
+
+    # -- talking -----------------------------------------------------------------------------------
+
+    def send(self, line: bytes, timeout: float | None = None) -> None:
+        """Write one line to the process's stdin, within *timeout* seconds if given."""
+        stdin = self._popen.stdin
+        assert stdin is not None
+        if sys.platform == "win32":
+            self._send_blocking(stdin, line, timeout)
+            return
+        import select
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        view = memoryview(line)
+        try:
+            fd = stdin.fileno()
+            os.set_blocking(fd, False)
+            while view:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                _, ready, _ = select.select([], [fd], [], remaining)
+                if not ready:
+                    raise ReadTimeout(f"stdin took no request within {timeout:g} s (is stdin read?)")
+                try:
+                    written = os.write(fd, view)
+                except BlockingIOError:
+                    continue
+                view = view[written:]
+        except (BrokenPipeError, OSError, ValueError) as error:
+            raise ProcessGone(
+                f"stdin is closed ({error.__class__.__name__}); the process exited with {self.poll()!r}"
+            ) from None
+
+    def _send_blocking(self, stdin: IO[bytes], line: bytes, timeout: float | None) -> None:
+        failure: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                with self._writer_lock:
+                    stdin.write(line)
+                    stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as error:
+                failure.append(error)
+
+        if timeout is None:
+            write()
+        else:  # Windows pipes have no select: a writer thread, which a kill of the job unblocks
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            writer.join(timeout)
+            if writer.is_alive():
+                raise ReadTimeout(f"stdin took no request within {timeout:g} s (is stdin read?)")
+        if failure:
+            raise ProcessGone(
+                f"stdin is closed ({failure[0].__class__.__name__}); the process exited with {self.poll()!r}"
+            )
+
+    def receive(self, timeout: float) -> bytes:
+        """The next stdout line, waiting at most *timeout* seconds."""
+        line = self._lines.next(timeout)
+        if line is None:
+            code = self.wait(timeout=min(2.0, timeout))
+            raise ProcessGone(f"the process closed stdout and exited with {code!r}")
+        return line
+
+    def pending(self) -> list[bytes]:
+        """Lines already written to stdout that nobody asked for."""
+        stray: list[bytes] = []
+        while True:
+            try:
+                line = self._lines.next(0.0)
+            except ReadTimeout:
+                return stray
+            except LineTooLong:
+                return [*stray, b"(a line longer than the protocol's limit)"]
+            if line is None:
+                return stray
+            stray.append(line)
+
+    # -- life cycle --------------------------------------------------------------------------------
+
+    def poll(self) -> int | None:
+        """The exit status, or None while the process runs; on POSIX the process is not reaped."""
+        if sys.platform == "win32" or sys.platform == "darwin":  # no waitid: poll reaps
+            return self._popen.poll()
+        if self._popen.returncode is not None:
+            return self._popen.returncode
+        try:
+            info = os.waitid(os.P_PID, self._popen.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except ChildProcessError:
+            return self._popen.poll()
+        if info is None:
+            return None
+        status: int = info.si_status
+        return status if info.si_code == os.CLD_EXITED else -status
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the process to exit; None if it is still running after *timeout*.
+
+        On POSIX the process is reaped only once its tree has been ended (``kill``, ``stop``): while
+        it is unreaped its pid, and so its process group id, cannot be reused, and the group kill
+        cannot reach a stranger. macOS has no waitid: there the wait reaps, and the group kill that
+        follows relies on macOS handing out pids in sequence, so a freed one is not reused at once.
+        """
+        if sys.platform == "win32" or sys.platform == "darwin":
+            try:
+                return self._popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return None
+        deadline, delay = None if timeout is None else time.monotonic() + timeout, 0.001
+        while True:
+            code = self.poll()
+            if code is not None:
+                return code
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def close_stdin(self) -> None:
+        """Close the process's stdin, its signal to exit; a stdin already closed is fine."""
+        if self._popen.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._popen.stdin.close()
+
+    def _end_tree(self) -> None:
+        """Kill every process left in the adapter's group or job, the adapter included."""
+        if self._tree_ended:
+            return
+        if sys.platform == "win32":
+            if self._job is not None:
+                self._job.kill()
+                self._job.close()
+            if self._popen.poll() is None:
+                with contextlib.suppress(OSError):
+                    self._popen.kill()
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._popen.pid, signal.SIGKILL)
+        self._tree_ended = True
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def kill(self) -> None:
+        """Kill the process the kit started and everything it started, and reap it."""
+        self._end_tree()
+        self._popen.wait()
+        self._release()
+
+    def stop(self, grace: float) -> int | None:
+        """Close stdin and give the process *grace* seconds to exit by itself, then end its tree."""
+        self.close_stdin()
+        code = self.wait(grace)
+        self._end_tree()  # leftovers of an orderly exit are orphans: they go too
+        reaped = self._popen.wait()
+        self._release()
+        return code if code is not None else reaped
+
+    def _release(self) -> None:
+        # stdout: closed by the kit only where the kit's own thread reads it; stderr: by its reader.
+        self.close_stdin()
+        self._lines.close()
+
+    # -- the one gate for killing a pid the adapter names ----------------------------------------
+
+    def owns(self, pid: object) -> bool:
+        """Whether *pid* is this process or one of its descendants (its POSIX session, its Windows job)."""
+        if not isinstance(pid, int) or not plausible_pid(pid):
+            return False
+        if pid == self._popen.pid:
+            return self._popen.returncode is None
+        if sys.platform == "win32":
+            return self._job is not None and self._job.contains(pid)
+        try:
+            return os.getsid(pid) == self._popen.pid or os.getpgid(pid) == self._popen.pid
+        except (OSError, OverflowError):
+            return False
+
+    def kill_member(self, pid: int) -> None:
+        """Kill *pid* at once if it is this process or a descendant; raise NotInTree (killing nothing) if not.
+
+        Every kill of a pid that an adapter reports goes through here.
+        """
+        if not self.owns(pid):
+            raise NotInTree(f"pid {pid!r} is not the adapter or one of its descendants")
+        _signal_kill(pid)

@@ -1,0 +1,210 @@
+"""What the kit checks in the messages it exchanges with an implementation, before any case judges them.
+
+Every line is strict JSON of bounded depth (``decode_message``); a hello names this protocol and known
+capabilities (``hello_problem``); each result has a schema (``RESULT_SCHEMAS``), and the RuntimeEvents
+already checked once are not checked again (``CheckedEvents``, ``without_echoes``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from resumekit.conformance import PROTOCOL_VERSION
+from resumekit.conformance.canonical import canonical_json
+
+MAX_DEPTH = 128  # nesting of arrays and objects in one message (docs/adapter-protocol.md, Transport)
+_MESSAGE_PREVIEW = 600
+
+RESULT_SCHEMAS = {
+    "hello": "results/hello.json",
+    "phase0.plan": "results/plan.json",
+    "phase0.store.open": "results/store-open.json",
+    "phase0.store.append": "results/store-append.json",
+    "phase0.store.read": "results/store-read.json",
+    "phase0.store.plan": "results/store-plan.json",
+    "phase0.crash.arm": "results/crash-arm.json",
+    "phase0.ledger.locate": "results/ledger-locate.json",
+}
+
+CAPABILITIES = (
+    "phase0.projection",
+    "phase0.store",
+    "phase0.crash",
+    "phase0.ledger-file",
+    "p1.worker",
+    "p1.journal",
+    "p1.failpoint-any",
+    "p1.disk-faults",
+    "p1.tools",
+)
+
+
+def preview(raw: bytes | str) -> str:
+    """*raw* as text for a message or a transcript: without its line end, and cut short if it is long."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = text.rstrip("\r\n")
+    return text if len(text) <= _MESSAGE_PREVIEW else text[:_MESSAGE_PREVIEW] + f"... ({len(text)} characters)"
+
+
+class MessageError(ValueError):
+    """A line that is not one strict JSON value of bounded depth."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise MessageError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise MessageError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def decode_message(raw: bytes) -> Any:
+    """The one decoding check for every message from an implementation: strict UTF-8 JSON.
+
+    NaN, Infinity and numbers out of a double's range are refused, as is nesting deeper than
+    ``MAX_DEPTH``, so nothing downstream meets a value JSON cannot carry or recursion it cannot
+    afford. Raise MessageError saying why.
+    """
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except MessageError:
+        raise
+    except RecursionError:
+        raise MessageError(f"it is nested deeper than {MAX_DEPTH} levels") from None
+    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, too-long int strings
+        raise MessageError(str(error)) from None
+    # Counting brackets is cheap and bounds the depth; only a message with many walks the tree.
+    if (raw.count(b"[") + raw.count(b"{") > MAX_DEPTH) and isinstance(value, (dict, list)) and _too_deep(value):
+        raise MessageError(f"it is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def is_integer(value: Any) -> bool:
+    """Whether *value* is a JSON integer as the protocol means it: not a bool, not a float like 7.0."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class CheckedEvents:
+    """RuntimeEvents, by their exact JSON text, already found valid in a message that passed its schema.
+
+    A schema's verdict depends on the value alone, so an event byte for byte the same as one checked
+    before needs no second check. The crash schedule reads back every row it appended after every
+    kill: checking them all again each time made its run time grow with the square of the rows.
+    The text is Python's own JSON with sorted keys, so ``1`` and ``1.0``, ``true`` and ``1`` differ.
+    """
+
+    LIMIT = 200_000  # texts kept; past it the set starts afresh, which only costs checks
+
+    def __init__(self) -> None:
+        self._texts: set[str] = set()
+
+    @staticmethod
+    def _text(event: object) -> str | None:
+        if not isinstance(event, dict):
+            return None
+        try:
+            return json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            return None
+
+    def add(self, events: Sequence[object]) -> None:
+        """Record *events* (non-objects are ignored) as checked: call only after they passed."""
+        texts = {text for text in map(self._text, events) if text is not None}
+        if len(self._texts) + len(texts) > self.LIMIT:
+            self._texts = set()
+        self._texts |= texts  # one set operation: safe enough across the runner's threads
+
+    def lighten(self, result: Any) -> tuple[Any, list[object]]:
+        """*result* with each event list emptied whose events were all checked before, and the events kept in.
+
+        The lists are a read's ``events`` and a plan's echoed ``runtimeEvents`` and ``replayRuntimeEvents``;
+        a list holding one event not checked before is kept whole, and its events are returned so that
+        they can be recorded once the result has passed.
+        """
+        if not isinstance(result, dict):
+            return result, []
+        unchecked: list[object] = []
+        light = dict(result)
+        lists = [(light, "events")]
+        plan = result.get("plan")
+        if isinstance(plan, dict):
+            light["plan"] = dict(plan)
+            lists += [(light["plan"], "runtimeEvents"), (light["plan"], "replayRuntimeEvents")]
+        texts = self._texts
+        for holder, key in lists:
+            events = holder.get(key)
+            if not isinstance(events, list) or not events:
+                continue
+            if all(self._text(event) in texts for event in events):
+                holder[key] = []
+            else:
+                unchecked += events
+        return light, unchecked
+
+
+CHECKED_EVENTS = CheckedEvents()
+# The commands whose requests and results carry RuntimeEvents where the protocol schemas say so.
+EVENTS_SENT = frozenset(("phase0.plan", "phase0.store.append", "phase0.store.read", "phase0.store.plan"))
+
+
+def without_echoes(cmd: str, result: Any, fields: Mapping[str, Any]) -> Any:
+    """*result* with the plan's echoed event lists emptied when every event in them is one the kit sent.
+
+    An event the kit sent is valid already (the fixtures are checked against the RuntimeEvent schema),
+    and checking it again was most of the cost of checking a plan; an echoed event that differs from
+    every sent one, by a byte of canonical JSON, is checked in full.
+    """
+    sent = fields.get("events")
+    plan = result.get("plan") if cmd == "phase0.plan" and isinstance(result, dict) else None
+    if not isinstance(plan, dict) or not isinstance(sent, list):
+        return result
+    known = {canonical_json(event) for event in sent}
+    light = dict(plan)
+    for key in ("runtimeEvents", "replayRuntimeEvents"):
+        echoed = plan.get(key)
+        if isinstance(echoed, list) and all(isinstance(e, dict) and canonical_json(e) in known for e in echoed):
+            light[key] = []
+    return {**result, "plan": light}
+
+
+def hello_problem(hello: Any) -> str | None:
+    """Why *hello*, the result of the handshake, is unusable, or None."""
+    if not isinstance(hello, dict):
+        return f"expected an object, got {hello!r}"
+    if not is_integer(hello.get("protocol")) or hello.get("protocol") != PROTOCOL_VERSION:
+        return f"it speaks protocol {hello.get('protocol')!r}, this kit speaks {PROTOCOL_VERSION}"
+    if not isinstance(hello.get("implementation"), dict):
+        return "'implementation' is missing"
+    capabilities = hello.get("capabilities")
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+        return f"'capabilities' must be a list of strings, got {capabilities!r}"
+    unknown = sorted(set(capabilities) - set(CAPABILITIES))
+    if unknown:
+        return f"unknown capabilities {unknown}; this kit knows {list(CAPABILITIES)}"
+    profiles = hello.get("profiles", ["core"])
+    if (
+        not isinstance(profiles, list)
+        or not all(isinstance(p, str) for p in profiles)
+        or "core" not in profiles
+        or not set(profiles) <= {"core", "strict"}
+    ):
+        return f"'profiles' must list 'core' and may add 'strict', got {profiles!r}"
+    return None
+

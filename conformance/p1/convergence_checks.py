@@ -1,0 +1,185 @@
+"""The P1 checks of where a scenario converged: what must hold once the worker is idle (LEASE-5, CACHE-4),
+and each task's expected outcome, the scenario's ``expect`` (FPT-4 and the clauses each count belongs to).
+
+Pure: the harness gathers the evidence; this module only judges it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from resumekit.conformance.p1.canonical import result_hash
+from resumekit.conformance.p1.evidence_data import Evidence
+from resumekit.conformance.p1.evidence_data import mismatch as _m
+from resumekit.conformance.p1.model import COLUMNS, TERMINAL, Row, attempts
+from resumekit.conformance.results import Mismatch
+
+
+def idle_checks(ev: Evidence) -> list[Mismatch]:
+    """What must hold once the worker is idle: leases released (LEASE-5), caches rebuilt (CACHE-4)."""
+    found = []
+    groups = attempts(ev.rows)
+    # Only the leases a terminal attempt recorded as its own: a lease the kit granted itself is not the worker's.
+    terminal = {row["lease_id"] for group in groups.values() if group[-1]["phase"] in TERMINAL for row in group}
+    for lease in ev.leases:
+        if lease.get("state") == "ACTIVE" and lease.get("lease_id") in terminal:
+            found.append(
+                _m(
+                    "LEASE-5",
+                    f"/leases/{lease.get('lease_id')}",
+                    "released",
+                    "ACTIVE",
+                    "a terminal attempt still holds its lease at idle",
+                )
+            )
+    last_of: dict[str, Row] = {}
+    for row in ev.rows:
+        last_of[row["task_id"]] = row
+    for task_id, row in sorted(last_of.items()):
+        status, cache = ev.caches.get(task_id, ("absent", None))
+        want = {"cache_version": 1, **{name: row[name] for name in COLUMNS}}
+        if status != "ok" or not isinstance(cache, dict) or {k: cache.get(k) for k in want} != want:
+            found.append(
+                _m(
+                    "CACHE-4",
+                    f"/caches/{task_id}",
+                    {"seq": row["seq"], "phase": row["phase"]},
+                    cache if status == "ok" else status,
+                    "the cache does not mirror the journal's last row at idle",
+                )
+            )
+    return found
+
+
+def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:
+    """Each task's expected convergence (FPT-4, the scenario's `expect`)."""
+    found = []
+    groups = attempts(ev.rows)
+    for name, outcome in expect.items():
+        task_id = names[name]
+        mine = [group for ident, group in groups.items() if ident[0] == task_id]
+        found += _task_outcome(task_id, f"/expect/{name}", outcome, mine, ev)
+    return found
+
+
+def _task_outcome(
+    task_id: str, where: str, outcome: Mapping[str, Any], mine: Sequence[Sequence[Row]], ev: Evidence
+) -> list[Mismatch]:
+    """One task's expected outcome; *mine* holds the rows of each of its attempts, in order."""
+    final = mine[-1] if mine else []
+    found = _final_outcome(where, outcome, final[-1] if final else None)
+    found += _control_plane_outcome(task_id, where, outcome, ev)
+    if "attempts" in outcome and len(mine) != outcome["attempts"]:
+        found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine), "attempts with rows"))
+    found += _side_effect_counts(task_id, where, outcome, ev)
+    if isinstance(outcome.get("second_worker"), Mapping):
+        found += _second_outcome(task_id, f"{where}/second_worker", outcome["second_worker"], ev.second_rows)
+    if "reused" in outcome:
+        reused = any(row["reused_from"] is not None for row in final)
+        if reused != outcome["reused"]:
+            found.append(
+                _m(
+                    "SCOPE-3",
+                    f"{where}/reused",
+                    outcome["reused"],
+                    reused,
+                    "whether the final attempt reused a row",
+                )
+            )
+    return found
+
+
+def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None) -> list[Mismatch]:
+    """The phase and the reason the task's final attempt ended with; *last* is its last row."""
+    found = []
+    if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
+        found.append(
+            _m(
+                "FPT-4",
+                f"{where}/final",
+                outcome["final"],
+                last["phase"] if last else None,
+                "the task's final attempt ended elsewhere",
+            )
+        )
+    if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
+        found.append(
+            _m(
+                "PHASE-4",
+                f"{where}/reason",
+                outcome["reason"],
+                last["reason"] if last else None,
+                "another reconciliation reason",
+            )
+        )
+    return found
+
+
+def _control_plane_outcome(task_id: str, where: str, outcome: Mapping[str, Any], ev: Evidence) -> list[Mismatch]:
+    """The task's state at the control plane, and whether it stored the task's result."""
+    found = []
+    facts = ev.tasks.get(task_id, {})
+    if "state" in outcome and facts.get("state") != outcome["state"]:
+        found.append(
+            _m("FPT-4", f"{where}/state", outcome["state"], facts.get("state"), "the control plane's task state")
+        )
+    if "stored" in outcome:
+        stored: Mapping[str, Any] | None = facts.get("stored")
+        ok = (
+            stored is not None
+            and task_id in ev.expected
+            and stored.get("result_hash") == result_hash(ev.expected[task_id])
+        )
+        if ok != outcome["stored"]:
+            found.append(_m("FPT-4", f"{where}/stored", outcome["stored"], stored, "the control plane's stored result"))
+    return found
+
+
+def _side_effect_counts(task_id: str, where: str, outcome: Mapping[str, Any], ev: Evidence) -> list[Mismatch]:
+    """How many of the task's pushes the origin accepted, and how many submissions reached the control plane."""
+    found = []
+    if "pushes" in outcome:
+        accepted = [p for p in ev.pushes if p.get("accepted") and p.get("task_id") == task_id]
+        if len(accepted) != outcome["pushes"]:
+            found.append(
+                _m(
+                    "COMMIT-3",
+                    f"{where}/pushes",
+                    outcome["pushes"],
+                    len(accepted),
+                    "accepted pushes of the governed commit",
+                )
+            )
+    if "submissions" in outcome:
+        sent = [s for s in ev.submissions if s["task_id"] == task_id]
+        if len(sent) != outcome["submissions"]:
+            found.append(
+                _m(
+                    "SUB-6",
+                    f"{where}/submissions",
+                    outcome["submissions"],
+                    len(sent),
+                    "submissions that reached the control plane",
+                )
+            )
+    return found
+
+
+def _second_outcome(task_id: str, where: str, outcome: Mapping[str, Any], rows: Sequence[Row]) -> list[Mismatch]:
+    """Where the task's final attempt ended in the second worker's journal, and how many attempts it has
+    there (no rows at all: ``attempts: 0``)."""
+    mine = [group for ident, group in attempts(rows).items() if ident[0] == task_id]
+    last = mine[-1][-1] if mine else None
+    found = []
+    if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
+        found.append(_m("FPT-4", f"{where}/final", outcome["final"], last["phase"] if last else None,
+                        "the task's final attempt in the second worker's journal ended elsewhere"))
+    if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
+        found.append(_m("PHASE-4", f"{where}/reason", outcome["reason"], last["reason"] if last else None,
+                        "another reconciliation reason in the second worker's journal"))
+    if "attempts" in outcome and len(mine) != outcome["attempts"]:
+        found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine),
+                        "attempts with rows in the second worker's journal"))
+    return found
+

@@ -1,0 +1,398 @@
+"""The worker's endpoints of the control plane (docs/spec/p1-control-plane.md CP-8 to CP-16), pure.
+
+One handler per endpoint: claim (with the claim faults of CP-21), task, result (CP-9's order of rules,
+CP-10's one stored result), report, renew, release, leases and the Job's receipt (CP-16). Each takes the
+``State``, the request and its ``Plan`` and returns an ``Outcome``, writing what changed to the ``Log``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+from urllib.parse import parse_qs
+
+from resumekit.conformance.p1 import cp_faults as F
+from resumekit.conformance.p1.canonical import canonical_json, result_hash
+from resumekit.conformance.p1.cp_state import (
+    KEY_RE,
+    OID_RE,
+    REPORT_STATES,
+    SCRIPTED_KEY,
+    SUBMISSION_SCHEMA,
+    Heads,
+    Log,
+    Outcome,
+    Plan,
+    Request,
+    State,
+    TaskRec,
+    _check_task,
+    _end_lease,
+    _error,
+    _grant,
+    _is_int,
+    _ok,
+    _set_task_state,
+    _take,
+    branch_leases,
+    fire_kill_point,
+    lease_view,
+)
+
+
+def _clock(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    return Outcome(*_ok(state, 200), [])
+
+
+def _pick(state: State, stale_ok: set[str]) -> str | None:
+    for task_id, attempt in state.issue_order:
+        rec = state.tasks[task_id]
+        if rec.state != "QUEUED" or rec.current["attempt"] != attempt:
+            continue
+        served = rec.current
+        key = (served["repository"], served["target_branch"])
+        if any(lease.data["state"] == "ACTIVE" for lease in branch_leases(state, *key)):
+            continue
+        if served["generation"] < state.highest_generation.get(key, 0) and task_id not in stale_ok:
+            continue
+        return task_id
+    return None
+
+
+def _faulty_delivery(
+    state: State, request: Request, heads: Heads, log: Log, fault: F.ReplayAttempt | F.ConflictingIdentity
+) -> Outcome:
+    """A claim answered with an attempt CP-5 and CP-7 would never serve (SCOPE-6, SCOPE-7): a superseded
+    attempt replayed, or an attempt served with a changed identity, each with a new ACTIVE lease, so that a
+    worker that does not fence it can go on to a governed side effect the kit then sees."""
+    rec = state.tasks[fault.task_id]
+    if isinstance(fault, F.ReplayAttempt):
+        number, changes, kind = fault.attempt, {}, "replayed_delivery"
+    else:
+        number, changes, kind = fault.attempt or rec.current["attempt"], dict(fault.changes), "conflicting_delivery"
+    served = {**copy.deepcopy(rec.attempts[number - 1]), **copy.deepcopy(changes)}
+    _check_task(state, served, [])
+    replayed = isinstance(fault, F.ReplayAttempt)
+    earlier = rec.lease_of.get(number)
+    if replayed and earlier is not None:
+        # The old claim answer again, its lease revived as a control plane that lost its lease state would
+        # (CP-12 never does this): a worker that resumes the attempt from its journal renews it with success.
+        lease = state.leases[earlier]
+        lease.data.update(state="ACTIVE", expires_at_ms=state.now_ms + lease.data["ttl_ms"])
+        log.add("lease", event="revived", lease=lease_view(lease))
+    else:
+        # A conflicting identity gets a lease of the kit's, which no real attempt of the task holds.
+        lease = _grant(state, log, served, generation=served["generation"], official=replayed,
+                       holder=request.worker, heads=heads)
+        if replayed:
+            rec.lease_of[number] = lease.data["lease_id"]
+    log.add(kind, task_id=fault.task_id, attempt=number, worker=request.worker, task=copy.deepcopy(served),
+            lease_id=lease.data["lease_id"], earlier_lease_id=earlier, fault=F.fault_to_mapping(fault))
+    answer = {"task": served, "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
+    return Outcome(*_ok(state, 200, **answer), [])
+
+
+def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    for fault in plan.claim_faults:
+        if isinstance(fault, (F.ReplayAttempt, F.ConflictingIdentity)):
+            return _faulty_delivery(state, request, heads, log, fault)
+        if isinstance(fault, F.DuplicateDelivery):
+            rec = state.tasks.get(fault.task_id)
+            lease_id = None if rec is None else rec.lease_of.get(rec.current["attempt"])
+            if rec is None or rec.state != "RUNNING" or lease_id is None:
+                log.add("fault_missed", fault=F.fault_to_mapping(fault), why="the task has no RUNNING attempt")
+                continue
+            lease = state.leases[lease_id]
+            log.add("duplicate_delivery", task_id=fault.task_id, attempt=rec.current["attempt"], lease_id=lease_id)
+            status, body = _ok(
+                state,
+                200,
+                task=copy.deepcopy(rec.current),
+                lease=lease_view(lease),
+                retry_after_ms=state.retry_after_ms,
+            )
+            return Outcome(status, body, [])
+    stale_ok = {f.task_id for f in plan.claim_faults if isinstance(f, F.ServeStale)}
+    task_id = _pick(state, stale_ok)
+    if task_id is None:
+        status, body = _ok(state, 200, task=None, lease=None, retry_after_ms=state.retry_after_ms)
+        return Outcome(status, body, [])
+    rec = state.tasks[task_id]
+    served = rec.current
+    _set_task_state(state, log, task_id, "RUNNING", "claim")
+    generation = served["generation"]
+    lease = _grant(state, log, served, generation=generation, official=True, holder=request.worker, heads=heads)
+    rec.lease_of[served["attempt"]] = lease.data["lease_id"]
+    answer = {"task": copy.deepcopy(served), "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
+    status, body = _ok(state, 200, **answer)
+    outcome = Outcome(status, body, [])
+    if fire_kill_point(state, "server_claim_granted", task_id):
+        outcome.kill_point, outcome.kill_worker = "server_claim_granted", request.worker
+    return outcome
+
+
+def _task(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    rec = state.tasks.get(plan.params[0])
+    if rec is None:
+        return Outcome(*_error(state, 404, "not_found", f"no task {plan.params[0]!r}"), [])
+    status, body = _ok(state, 200, task=copy.deepcopy(rec.current), state=rec.state, stored=copy.deepcopy(rec.stored))
+    return Outcome(status, body, [])
+
+
+def _lease_state(state: State, rec: TaskRec, attempt: Any) -> dict[str, Any]:
+    lease_id = rec.lease_of.get(attempt) if _is_int(attempt) else None
+    if lease_id is None:
+        return {"lease_id": None, "state": None}
+    return {"lease_id": lease_id, "state": state.leases[lease_id].data["state"]}
+
+
+def _other_body(body: dict[str, Any]) -> dict[str, Any]:
+    other = copy.deepcopy(body)
+    if other.get("kind") == "commit":
+        oid = str(other["commit_oid"])
+        other["commit_oid"] = oid[:-1] + ("1" if oid[-1] != "1" else "2")
+    elif other.get("files"):
+        other["files"] = other["files"][:-1]
+    else:
+        other["files"] = [{"path": "kit-other", "sha256": "0" * 64}]
+    return other
+
+
+def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    task_id = plan.params[0]
+    rec = state.tasks.get(task_id)
+    # 1. no such task
+    if rec is None:
+        return Outcome(*_error(state, 404, "not_found", f"no task {task_id!r}"), [])
+    body: dict[str, Any] = plan.body
+    attempt = body["attempt"]
+    log.add("governed", endpoint="result", task_id=task_id, attempt=attempt, lease=_lease_state(state, rec, attempt))
+    # 2. the body or header breaks CP-9
+    problem = _submission_problem(state, rec, request, body)
+    if problem is not None:
+        return Outcome(*_error(state, 400, "bad_request", problem), [])
+    key = request.headers["idempotency-key"][0]
+    digest = body["result_hash"]
+    scripted = _take(
+        state, lambda f: isinstance(f, F.Conflict409) and f.task_id in (None, task_id), one=True
+    )
+    if scripted:
+        fault = scripted[0]
+        assert isinstance(fault, F.Conflict409)
+        return _scripted_conflict(state, log, rec, task_id, body, fault)
+    # 3. the lease
+    lease_id = rec.lease_of.get(attempt)
+    if lease_id is None or body["lease_id"] != lease_id or state.leases[lease_id].data["state"] != "ACTIVE":
+        why = "not the lease granted to this attempt" if body["lease_id"] != lease_id else "not ACTIVE at CP time"
+        return Outcome(*_error(state, 403, "lease_not_active", f"lease {body['lease_id']!r} is {why}"), [])
+    # 4. a stored result under this key
+    if key in state.keys:
+        stored = state.tasks[state.keys[key]].stored
+        if state.keys[key] == task_id and stored is not None and stored["result_hash"] == digest:
+            status, answer = _ok(state, 200, stored=copy.deepcopy(stored), state=rec.state)
+            outcome = Outcome(status, answer, [])
+            if fire_kill_point(state, "server_result_stored", task_id):
+                outcome.kill_point, outcome.kill_worker = "server_result_stored", request.worker
+            return outcome
+        return Outcome(*_error(state, 422, "idempotency_key_reused", "the key was used with another body"), [])
+    # 5. a result stored under another key; 6. superseded attempt or not RUNNING
+    reason = None
+    if rec.stored is not None:
+        reason = "result_exists"
+    elif attempt != rec.current["attempt"]:
+        reason = "attempt_superseded"
+    elif rec.state != "RUNNING":
+        reason = "state"
+    if reason is not None:
+        return Outcome(*_conflict(state, rec, reason), [])
+    if fire_kill_point(state, "server_result_received", task_id):
+        return Outcome(0, None, [], transport="drop", kill_point="server_result_received", kill_worker=request.worker)
+    # 7. store
+    _store(state, log, rec, task_id, attempt, key, body["result"], "submission")
+    _set_task_state(state, log, task_id, "VERIFYING", "result_stored")
+    status, answer = _ok(state, 201, stored=copy.deepcopy(rec.stored), state=rec.state)
+    outcome = Outcome(status, answer, [])
+    if fire_kill_point(state, "server_result_stored", task_id):
+        outcome.kill_point, outcome.kill_worker = "server_result_stored", request.worker
+    return outcome
+
+
+def _conflict(state: State, rec: TaskRec, reason: str) -> tuple[int, dict[str, Any]]:
+    return _error(
+        state, 409, "conflict", f"conflict: {reason}", reason=reason, state=rec.state, stored=copy.deepcopy(rec.stored)
+    )
+
+
+def _store(
+    state: State, log: Log, rec: TaskRec, task_id: str, attempt: int, key: str, result: Any, cause: str
+) -> None:
+    digest = result_hash(result)
+    rec.stored = {"attempt": attempt, "idempotency_key": key, "result_hash": digest, "result": copy.deepcopy(result)}
+    state.keys[key] = task_id
+    log.add(
+        "result_stored",
+        task_id=task_id,
+        attempt=attempt,
+        idempotency_key=key,
+        result_hash=digest,
+        body=canonical_json(result).decode("utf-8"),
+        cause=cause,
+    )
+
+
+def _scripted_conflict(
+    state: State, log: Log, rec: TaskRec, task_id: str, body: dict[str, Any], fault: F.Conflict409
+) -> Outcome:
+    attempt = body["attempt"]
+    if rec.stored is None and fault.stored is not None:
+        result = _other_body(body["result"]) if fault.stored == "other_body" else body["result"]
+        stored_attempt = attempt if fault.stored != "other_attempt" else (attempt - 1 if attempt > 1 else attempt + 1)
+        key = f"{SCRIPTED_KEY}:{task_id}"
+        _store(state, log, rec, task_id, stored_attempt, key, result, "scripted")
+    elif rec.stored is not None and fault.stored != "same":
+        log.add("fault_note", fault=F.fault_to_mapping(fault), note="a stored result is kept (CP-10)")
+    _set_task_state(state, log, task_id, fault.state, "scripted")
+    if rec.stored is not None:
+        reason = "result_exists"
+    elif attempt != rec.current["attempt"]:
+        reason = "attempt_superseded"
+    else:
+        reason = "state"
+    status, answer = _conflict(state, rec, reason)
+    answer["message"] = f"scripted conflict: {reason}"
+    return Outcome(status, answer, [])
+
+
+def _submission_problem(state: State, rec: TaskRec, request: Request, body: dict[str, Any]) -> str | None:
+    keys = request.headers.get("idempotency-key", ())
+    if len(keys) != 1:
+        return "the request needs exactly one Idempotency-Key header"
+    if not KEY_RE.fullmatch(keys[0]):
+        return "the Idempotency-Key is not 1 to 255 visible ASCII characters"
+    problem = state.validate(SUBMISSION_SCHEMA, body)
+    if problem is not None:
+        return f"the body breaks schemas/p1/result-submission.json {problem}"
+    attempt = body["attempt"]
+    if not 1 <= attempt <= len(rec.attempts):
+        return f"attempt {attempt} is not an official attempt of the task"
+    served = rec.attempts[attempt - 1]
+    if body["execution_digest"] != served["execution_digest"]:
+        return f"execution_digest is not attempt {attempt}'s"
+    if body["result"].get("kind") != served["kind"]:
+        return f"the result is not a {served['kind']} result"
+    if body["result_hash"] != result_hash(body["result"]):
+        return "result_hash is not the result hash of result"
+    return None
+
+
+def _report(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    task_id = plan.params[0]
+    rec = state.tasks.get(task_id)
+    if rec is None:
+        return Outcome(*_error(state, 404, "not_found", f"no task {task_id!r}"), [])
+    body = plan.body
+    if not (_is_int(body["attempt"]) and body["attempt"] >= 1):
+        return Outcome(*_error(state, 400, "bad_request", "attempt must be an integer >= 1"), [])
+    if not isinstance(body["lease_id"], str) or not body["lease_id"]:
+        return Outcome(*_error(state, 400, "bad_request", "lease_id must be a non-empty string"), [])
+    if body["state"] not in REPORT_STATES:
+        return Outcome(*_error(state, 400, "bad_request", f"state must be one of {', '.join(REPORT_STATES)}"), [])
+    if not isinstance(body["reason"], str):
+        return Outcome(*_error(state, 400, "bad_request", "reason must be a string"), [])
+    applied = body["attempt"] == rec.current["attempt"] and rec.state == "RUNNING"
+    log.add("report", task_id=task_id, attempt=body["attempt"], lease_id=body["lease_id"], state=body["state"],
+            reason=body["reason"], applied=applied)
+    if applied:
+        _set_task_state(state, log, task_id, body["state"], "report")
+    return Outcome(*_ok(state, 200, state=rec.state), [])
+
+
+def _renew(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    lease = state.leases.get(plan.params[0])
+    if lease is None:
+        return Outcome(*_error(state, 404, "not_found", f"no lease {plan.params[0]!r}"), [])
+    if lease.data["state"] != "ACTIVE":
+        why = f"lease is {lease.data['state']}"
+        status, body = _error(state, 409, "lease_not_active", why, lease=lease_view(lease))
+        return Outcome(status, body, [])
+    lease.data["expires_at_ms"] = state.now_ms + lease.data["ttl_ms"]
+    log.add("lease", event="renewed", lease=lease_view(lease))
+    return Outcome(*_ok(state, 200, lease=lease_view(lease)), [])
+
+
+def _release(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    lease = state.leases.get(plan.params[0])
+    if lease is None:
+        return Outcome(*_error(state, 404, "not_found", f"no lease {plan.params[0]!r}"), [])
+    if lease.data["state"] == "ACTIVE":
+        _end_lease(state, log, lease, "RELEASED", "released")
+    return Outcome(*_ok(state, 200, lease=lease_view(lease)), [])
+
+
+def _leases(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    query = parse_qs(request.query, keep_blank_values=True)
+    repository, branch = query.get("repository", []), query.get("target_branch", [])
+    if len(repository) != 1 or len(branch) != 1:
+        return Outcome(*_error(state, 400, "bad_request", "give repository and target_branch, once each"), [])
+    leases = [lease_view(lease) for lease in branch_leases(state, repository[0], branch[0])]
+    return Outcome(*_ok(state, 200, leases=leases), [])
+
+
+def _receipt(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    job_id = plan.params[0]
+    owners = {
+        (task_id, served["attempt"]): served
+        for task_id, rec in state.tasks.items()
+        for served in rec.attempts
+        if served["job_id"] == job_id
+    }
+    if not owners:
+        return Outcome(*_error(state, 404, "not_found", f"no Job {job_id!r}"), [])
+    body = plan.body
+    malformed = (
+        not isinstance(body["task_id"], str)
+        or not (_is_int(body["attempt"]) and body["attempt"] >= 1)
+        or not isinstance(body["lease_id"], str)
+        or not isinstance(body["commit_oid"], str)
+        or not OID_RE.fullmatch(body["commit_oid"])
+    )
+    if malformed:
+        return Outcome(*_error(state, 400, "bad_request", "the receipt body breaks CP-16"), [])
+    served = owners.get((body["task_id"], body["attempt"]))
+    if served is None:
+        return Outcome(*_error(state, 400, "bad_request", "that task and attempt are not the Job's"), [])
+    rec = state.tasks[body["task_id"]]
+    log.add("governed", endpoint="receipt", task_id=body["task_id"], attempt=body["attempt"],
+            lease=_lease_state(state, rec, body["attempt"]))
+    lease_id = rec.lease_of.get(body["attempt"])
+    if lease_id is None or body["lease_id"] != lease_id or state.leases[lease_id].data["state"] != "ACTIVE":
+        return Outcome(*_error(state, 403, "lease_not_active", f"lease {body['lease_id']!r} is not active"), [])
+    held = state.receipts.get(job_id)
+    commit = body["commit_oid"]
+    if held is not None and held["commit_oid"] != commit:
+        receipt = {"job_id": job_id, "commit_oid": held["commit_oid"], "visibility": held["visibility"]}
+        status, answer = _error(state, 409, "receipt_conflict", "the Job holds another commit", receipt=receipt)
+        return Outcome(status, answer, [])
+    first = held is None
+    if held is None:
+        held = {"commit_oid": commit, "task_id": body["task_id"], "attempt": body["attempt"], "visibility": None}
+        state.receipts[job_id] = held
+    delay = state.visibility_delay.get(job_id, 0)
+    if delay > 0:
+        state.visibility_delay[job_id] = delay - 1
+        visibility = "not_visible"
+    else:
+        at = heads.get((served["repository"], served["target_branch"]))
+        visibility = "confirmed" if at == commit else "not_visible"
+    held["visibility"] = visibility
+    log.add("receipt", job_id=job_id, task_id=body["task_id"], attempt=body["attempt"], lease_id=lease_id,
+            commit_oid=commit, visibility=visibility, recorded=first, delay_left=state.visibility_delay.get(job_id, 0))
+    if visibility == "confirmed":
+        lease = state.leases[lease_id]
+        lease.data["current_head_oid"] = commit
+        log.add("lease", event="head", lease=lease_view(lease))
+    receipt = {"job_id": job_id, "commit_oid": commit, "visibility": visibility}
+    outcome = Outcome(*_ok(state, 200, receipt=receipt), [])
+    if fire_kill_point(state, "server_receipt_recorded", body["task_id"]):
+        outcome.kill_point, outcome.kill_worker = "server_receipt_recorded", request.worker
+    return outcome

@@ -1,0 +1,319 @@
+"""The control plane's requests (docs/spec/p1-control-plane.md CP-1 to CP-3, CP-12, CP-19 to CP-21), pure.
+
+``prepare`` routes a request, reads its body, counts it against the scripted faults and says what the
+shell must do first (moment checks, origin heads, branch moves); ``handle`` applies the endpoint's rules
+and the answer's fault, and logs the request (CP-19) in the entries the shell makes durable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+from resumekit.conformance.p1 import cp_faults as F
+from resumekit.conformance.p1.canonical import NotCanonical, parse_json
+from resumekit.conformance.p1.cp_endpoints import (
+    _claim,
+    _clock,
+    _leases,
+    _pick,
+    _receipt,
+    _release,
+    _renew,
+    _report,
+    _result,
+    _task,
+)
+from resumekit.conformance.p1.cp_hooks import _origin_check, _origin_updated, _pusher, _tool_started, _updates
+from resumekit.conformance.p1.cp_kit import kit_move_clock
+from resumekit.conformance.p1.cp_state import (
+    BODY_MEMBERS,
+    KIT_ROUTES,
+    ROUTES,
+    Heads,
+    Log,
+    Moment,
+    Outcome,
+    Plan,
+    Request,
+    State,
+    _error,
+    _is_int,
+    _take,
+    expire,
+)
+
+# ---------------------------------------------------------------- routing and planning
+
+
+def route(request: Request) -> tuple[str | None, tuple[str, ...], bool]:
+    """The endpoint, its path parameters, and whether the path exists with another method."""
+    if not request.path or request.path.startswith("/"):
+        return None, (), False
+    segments = tuple(unquote(part, errors="strict") for part in request.path.split("/"))
+    if any(not part for part in segments):
+        return None, (), False
+    table = KIT_ROUTES if request.worker is None else ROUTES
+    other_method = False
+    for method, pattern, endpoint in table:
+        if len(pattern) != len(segments):
+            continue
+        if all(p == "*" or p == s for p, s in zip(pattern, segments, strict=True)):
+            params = tuple(s for p, s in zip(pattern, segments, strict=True) if p == "*")
+            if method == request.method:
+                return endpoint, params, False
+            other_method = True
+    return None, (), other_method
+
+
+def _parse_body(request: Request, endpoint: str) -> tuple[Any, str | None]:
+    members = BODY_MEMBERS[endpoint]
+    if members is None:
+        return None, ("a GET has no body" if request.body else None)
+    ctype = request.headers.get("content-type", ())
+    if len(ctype) != 1 or ctype[0].split(";")[0].strip().lower() != "application/json":
+        return None, "the body must be sent with Content-Type: application/json"
+    try:
+        body = parse_json(request.body)
+    except NotCanonical as error:
+        return None, str(error)
+    if not isinstance(body, dict):
+        return body, "the body must be a JSON object"
+    extra = sorted(set(body) - members)
+    missing = sorted(members - set(body))
+    if extra or missing:
+        words = []
+        if extra:
+            words.append(f"unknown members {', '.join(extra)}")
+        if missing:
+            words.append(f"missing members {', '.join(missing)}")
+        return body, "the body has " + " and ".join(words)
+    return body, None
+
+
+def _subject_task(state: State, endpoint: str, params: tuple[str, ...], body: Any) -> str | None:
+    if endpoint in ("task", "result", "report"):
+        return params[0]
+    if endpoint in ("renew", "release"):
+        lease = state.leases.get(params[0])
+        return None if lease is None else str(lease.data["task_id"])
+    if endpoint == "receipt" and isinstance(body, dict) and isinstance(body.get("task_id"), str):
+        return str(body["task_id"])
+    if endpoint == "claim":
+        pick = _pick(state, set())
+        return None if pick is None else pick
+    return None
+
+
+def _matches(fault: F.Fault, endpoint: str, subject: str | None, worker: str | None) -> bool:
+    if F.fault_on(fault) != endpoint:
+        return False
+    task_id = getattr(fault, "task_id", None)
+    if task_id is not None and task_id != subject:
+        return False
+    wanted = getattr(fault, "worker", None)
+    return wanted is None or wanted == worker
+
+
+def prepare(state: State, request: Request) -> Plan:
+    """What the request needs before it is handled; consumes the faults that fire on its arrival."""
+    number = state.next_request
+    state.next_request += 1
+    log = Log(state, number)
+    try:
+        endpoint, params, _ = route(request)
+    except UnicodeDecodeError:
+        endpoint, params = None, ()
+    body, body_error = (None, None) if endpoint is None else _parse_body(request, endpoint)
+    moments: list[Moment] = []
+    if request.worker is not None and request.worker not in state.workers_seen:
+        state.workers_seen.add(request.worker)
+        moments.append(Moment("first_request", {"worker": request.worker}))
+    # Clock moves scripted before this request, then expiry (CP-12: before handling any request).
+    if endpoint is not None:
+        for fault in _take(state, lambda f: isinstance(f, F.MoveClock) and f.on == endpoint):
+            assert isinstance(fault, F.MoveClock)
+            kit_move_clock(state, log, fault.delta_ms)
+    expire(state, log)
+    plan = Plan(number, endpoint, params, moments, [], endpoint in ("claim", "receipt", "origin_check"), None, [],
+                body, body_error, log.entries)
+    if endpoint is None:
+        return plan
+    plan.move_branches = [
+        f for f in _take(state, lambda f: isinstance(f, F.MoveBranch) and f.on == endpoint)
+        if isinstance(f, F.MoveBranch)
+    ]
+    if plan.move_branches:
+        plan.needs_heads = True
+    subject = _subject_task(state, endpoint, params, body)
+    fired = _take(
+        state,
+        lambda f: isinstance(f, (F.Answer, F.Drop, F.Delay)) and _matches(f, endpoint, subject, request.worker),
+        one=True,
+    )
+    plan.answer_fault = fired[0] if fired else None
+    if endpoint == "claim":
+        plan.claim_faults = _take(
+            state,
+            lambda f: isinstance(f, CLAIM_FAULTS)
+            and (getattr(f, "worker", None) in (None, request.worker))
+            and _claim_fault_applies(state, f),
+        )
+    if body_error is None and isinstance(body, dict):
+        plan.moments.extend(_moments(state, request, endpoint, params, body))
+    return plan
+
+
+CLAIM_FAULTS = (F.DuplicateDelivery, F.ServeStale, F.ReplayAttempt, F.ConflictingIdentity)
+
+
+def _claim_fault_applies(state: State, fault: F.Fault) -> bool:
+    """Whether a claim counts for a claim fault: the faults that need a task in some state wait for it."""
+    rec = state.tasks.get(getattr(fault, "task_id", ""))
+    if isinstance(fault, F.ServeStale):
+        return rec is not None and rec.state == "QUEUED"
+    if isinstance(fault, F.ReplayAttempt):
+        return rec is not None and fault.attempt < rec.current["attempt"]
+    if isinstance(fault, F.ConflictingIdentity):
+        return rec is not None and (fault.attempt or 1) <= rec.current["attempt"]
+    return True
+
+
+def _moments(
+    state: State, request: Request, endpoint: str, params: tuple[str, ...], body: dict[str, Any]
+) -> list[Moment]:
+    worker = request.worker
+    if endpoint == "result":
+        keys = request.headers.get("idempotency-key", ())
+        attempt, digest = body.get("attempt"), body.get("result_hash")
+        if len(keys) == 1 and _is_int(attempt) and isinstance(digest, str):
+            args = {"worker": worker, "task_id": params[0], "attempt": attempt, "key": keys[0], "result_hash": digest}
+            return [Moment("submission", args)]
+    elif endpoint == "receipt":
+        task_id, attempt, oid = body.get("task_id"), body.get("attempt"), body.get("commit_oid")
+        if isinstance(task_id, str) and _is_int(attempt) and isinstance(oid, str):
+            args = {"worker": worker, "task_id": task_id, "attempt": attempt, "commit_oid": oid}
+            return [Moment("receipt", args)]
+    elif endpoint == "origin_check":
+        out = []
+        for update in _updates(body):
+            lease = _pusher(state, str(body["repository"]), update)
+            if lease is not None:
+                args = {
+                    "task_id": lease.data["task_id"],
+                    "attempt": lease.data["attempt"],
+                    "ref": update["ref"],
+                    "old": update["old"],
+                    "new": update["new"],
+                }
+                out.append(Moment("push", args))
+        return out
+    return []
+
+
+# ---------------------------------------------------------------- handling
+
+
+def handle(state: State, request: Request, plan: Plan, heads: Heads, checks: list[tuple[Moment, list[str]]]) -> Outcome:
+    """Apply the request to the state; the outcome's entries must be durable before it is answered."""
+    log = Log(state, plan.number)
+    log.entries = plan.entries
+    for moment, problems in checks:
+        log.add("moment", check=moment.check, **moment.args, problems=list(problems), ok=not problems)
+    outcome = _dispatch(state, request, plan, heads, log)
+    entry: dict[str, Any] = {
+        "worker": request.worker,
+        "method": request.method,
+        "path": request.path,
+        "endpoint": plan.endpoint,
+        "idempotency_key": _one(request.headers.get("idempotency-key", ())),
+        "body_sha256": hashlib.sha256(request.body).hexdigest() if request.body else None,
+        "status": outcome.status,
+        "answer": outcome.transport,
+    }
+    if plan.answer_fault is not None:
+        entry["fault"] = F.fault_to_mapping(plan.answer_fault)
+    if outcome.kill_point is not None:
+        entry["kill_point"] = outcome.kill_point
+    log.add("request", **entry)
+    outcome.entries = log.entries
+    return outcome
+
+
+def _one(values: tuple[str, ...]) -> str | None:
+    return values[0] if len(values) == 1 else (None if not values else "\n".join(values))
+
+
+def _dispatch(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
+    endpoint = plan.endpoint
+    if endpoint is None:
+        status, body = _error(state, 404, "not_found", f"no endpoint {request.method} {request.path}")
+        return Outcome(status, body, [])
+    fault = plan.answer_fault
+    if endpoint in F.EFFECT_ENDPOINTS and fault is not None and not getattr(fault, "effect", True):
+        # The fault withholds the effect: the request changes nothing.
+        return _transport(state, fault, None)
+    missing = _missing(state, endpoint, plan.params)
+    if missing is not None:
+        status, body = _error(state, 404, "not_found", missing)
+        outcome = Outcome(status, body, [])
+    elif plan.body_error is not None:
+        status, body = _error(state, 400, "bad_request", plan.body_error)
+        outcome = Outcome(status, body, [])
+    else:
+        outcome = HANDLERS[endpoint](state, request, plan, heads, log)
+    if fault is not None and outcome.transport == "answer":
+        return _transport(state, fault, outcome)
+    return outcome
+
+
+def _missing(state: State, endpoint: str, params: tuple[str, ...]) -> str | None:
+    """404 comes first (CP-9 rule 1, CP-13, CP-14, CP-16): an unknown task, lease or Job."""
+    if endpoint in ("task", "result", "report") and params[0] not in state.tasks:
+        return f"no task {params[0]!r}"
+    if endpoint in ("renew", "release") and params[0] not in state.leases:
+        return f"no lease {params[0]!r}"
+    if endpoint == "receipt" and not any(
+        served["job_id"] == params[0] for rec in state.tasks.values() for served in rec.attempts
+    ):
+        return f"no Job {params[0]!r}"
+    return None
+
+
+def _transport(state: State, fault: F.Fault, done: Outcome | None) -> Outcome:
+    if isinstance(fault, F.Answer):
+        words = "scripted: " + ("effect applied" if done else "no effect")
+        status, error = _error(state, fault.status, F.REJECTIONS.get(fault.status, "unavailable"), words)
+        outcome = Outcome(status, error, [])
+    elif isinstance(fault, F.Drop):
+        outcome = Outcome(0, None, [], transport="drop")
+    else:
+        assert isinstance(fault, F.Delay)
+        body: dict[str, Any] | None
+        if done is None:
+            status, body = _error(state, 503, "unavailable", "scripted: no effect, answer delayed")
+        else:
+            status, body = done.status, done.body
+        outcome = Outcome(status, body, [], transport="delay", delay_s=float(fault.seconds))
+    if done is not None:
+        outcome.kill_point, outcome.kill_worker = done.kill_point, done.kill_worker
+    return outcome
+
+
+Handler = Callable[[State, Request, Plan, Heads, Log], Outcome]
+HANDLERS: dict[str, Handler] = {
+    "clock": _clock,
+    "claim": _claim,
+    "task": _task,
+    "result": _result,
+    "report": _report,
+    "renew": _renew,
+    "release": _release,
+    "leases": _leases,
+    "receipt": _receipt,
+    "origin_check": _origin_check,
+    "origin_updated": _origin_updated,
+    "tool_started": _tool_started,
+}

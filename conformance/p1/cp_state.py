@@ -1,0 +1,385 @@
+"""The control plane's state and identity (docs/spec/p1-control-plane.md), pure: the values every rule reads.
+
+The constants of the API (identity fields, routes, body members), the state's records, the request, plan
+and outcome the shell and the rules pass each other, the log the rules write, and the lifecycle of leases
+and attempts (CP-6, CP-12) that both the kit's operations and the requests drive. Nothing here reads a
+file, a clock or a socket: the one outside rule, schema validation, is the state's ``validate``, which the
+shell (``control_plane.py``) hands in. The ``_names`` the ``cp_*`` modules take from each other are
+internals of the control plane's core; ``cp_core`` is its public face.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from resumekit.conformance.p1 import cp_faults as F
+from resumekit.conformance.p1.canonical import NotCanonical, canonical_json
+
+# The schemas' "$id" base, as ``resumekit.conformance.schemas.BASE`` spells it: importing that module would
+# bring the reading of schema files with it (tests/test_purity.py checks that the two agree).
+_SCHEMA_BASE = "https://resumekit.dev/schemas/"
+TASK_SCHEMA = _SCHEMA_BASE + "p1/task.json"
+SUBMISSION_SCHEMA = _SCHEMA_BASE + "p1/result-submission.json"
+ZERO = "0" * 40
+
+IDENTITY = (
+    "task_id",
+    "attempt",
+    "execution_digest",
+    "job_id",
+    "repository",
+    "base_oid",
+    "expected_branch_oid",
+    "target_branch",
+    "generation",
+)
+# Fields a re-issue may change (CP-6, CP-21); task_id and attempt are the control plane's.
+REISSUE_FIELDS = frozenset(IDENTITY[2:]) | {"kind", "payload", "origin_url"}
+
+# (method, path pattern, endpoint); "*" is one percent-decoded path segment.
+ROUTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("GET", ("v1", "clock"), "clock"),
+    ("POST", ("v1", "claims"), "claim"),
+    ("GET", ("v1", "tasks", "*"), "task"),
+    ("POST", ("v1", "tasks", "*", "result"), "result"),
+    ("POST", ("v1", "tasks", "*", "report"), "report"),
+    ("POST", ("v1", "leases", "*", "renew"), "renew"),
+    ("POST", ("v1", "leases", "*", "release"), "release"),
+    ("GET", ("v1", "leases"), "leases"),
+    ("PUT", ("v1", "jobs", "*", "receipt"), "receipt"),
+)
+KIT_ROUTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("POST", ("_kit", "origin", "check"), "origin_check"),
+    ("POST", ("_kit", "origin", "updated"), "origin_updated"),
+    ("POST", ("_kit", "tool", "started"), "tool_started"),
+)
+# The exact members of each request body (CP-1: any other body is 400); None: no body (a GET).
+BODY_MEMBERS: dict[str, frozenset[str] | None] = {
+    "clock": None,
+    "task": None,
+    "leases": None,
+    "claim": frozenset(),
+    "renew": frozenset(),
+    "release": frozenset(),
+    "result": frozenset({"attempt", "execution_digest", "lease_id", "result_hash", "result"}),
+    "report": frozenset({"attempt", "lease_id", "state", "reason"}),
+    "receipt": frozenset({"task_id", "attempt", "lease_id", "commit_oid"}),
+    "origin_check": frozenset({"repository", "updates"}),
+    "origin_updated": frozenset({"repository", "updates"}),
+    "tool_started": frozenset({"pid", "grandchild", "cwd", "writes"}),
+}
+# The governed side effects (p1.md 0.3): their requests log the attempt's lease state at arrival.
+GOVERNED = frozenset({"result", "receipt", "origin_check"})
+REPORT_STATES = ("FAILED", "RECONCILIATION_REQUIRED")
+# Kit-only state changes (set_state): a stored result is needed for VERIFYING and SUCCEEDED.
+KIT_STATES = ("VERIFYING", "SUCCEEDED", "FAILED", "RECONCILIATION_REQUIRED")
+KEY_RE = re.compile(r"[!-~]{1,255}")
+OID_RE = re.compile(r"[0-9a-f]{40}")
+SCRIPTED_KEY = "p1-kit:scripted-409"
+
+
+class KitError(ValueError):
+    """A kit operation the control plane cannot do as asked (the scenario is wrong)."""
+
+
+@dataclass
+class Lease:
+    """One lease as the control plane holds it: its wire form and who holds it."""
+
+    data: dict[str, Any]
+    official: bool  # granted by a claim to an attempt; False for the kit's own (SecondLease, Fence)
+    holder: str | None  # the worker path the claim came through
+
+
+@dataclass
+class TaskRec:
+    """One task: every attempt as served, its state, its stored result and each attempt's lease."""
+
+    attempts: list[dict[str, Any]]  # the task as served, per attempt (index attempt - 1)
+    state: str
+    stored: dict[str, Any] | None = None
+    lease_of: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def current(self) -> dict[str, Any]:
+        """The latest attempt, as served."""
+        return self.attempts[-1]
+
+
+@dataclass
+class Pending:
+    """A scripted fault waiting for its request, with how many matching requests it has seen."""
+
+    fault: F.Fault
+    seen: int = 0
+
+
+# The first way *instance* breaks the schema whose "$id" is the first argument, or None; its str() is the
+# message (``schemas.first_violation``, which reads the schema files, is what the shell hands in).
+Validate = Callable[[str, Any], object | None]
+
+
+@dataclass
+class State:
+    """Everything the control plane knows: CP time, tasks, leases, keys, receipts and the scripted faults."""
+
+    now_ms: int
+    ttl_ms: int
+    retry_after_ms: int
+    validate: Validate = field(repr=False, compare=False)
+    origins: dict[str, str] = field(default_factory=dict)  # repository -> origin_url
+    tasks: dict[str, TaskRec] = field(default_factory=dict)
+    issue_order: list[tuple[str, int]] = field(default_factory=list)
+    leases: dict[str, Lease] = field(default_factory=dict)
+    highest_generation: dict[tuple[str, str], int] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # idempotency key -> task_id of its stored result
+    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # job_id -> receipt as recorded
+    visibility_delay: dict[str, int] = field(default_factory=dict)
+    faults: list[Pending] = field(default_factory=list)
+    workers_seen: set[str] = field(default_factory=set)
+    next_lease: int = 1
+    next_request: int = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request as the shell read it."""
+
+    method: str
+    path: str  # relative to the worker's base URL or to the server root for _kit/, still percent-encoded
+    query: str
+    headers: Mapping[str, tuple[str, ...]]  # lowercase names
+    body: bytes
+    worker: str | None  # the base-URL path's worker name; None for _kit/ paths
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A moment check (CP-20) the shell runs through the observer before ``handle``."""
+
+    check: str  # first_request | submission | receipt | push
+    args: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    """What ``prepare`` found a request needs before ``handle``: its route, body, moments and faults."""
+
+    number: int
+    endpoint: str | None
+    params: tuple[str, ...]
+    moments: list[Moment]
+    move_branches: list[F.MoveBranch]
+    needs_heads: bool
+    answer_fault: F.Fault | None
+    claim_faults: list[F.Fault]
+    body: Any
+    body_error: str | None
+    entries: list[dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    """How a request is answered (or not), with the log entries that must be durable first."""
+
+    status: int
+    body: dict[str, Any] | None
+    entries: list[dict[str, Any]]
+    transport: str = "answer"  # answer | drop | delay
+    delay_s: float = 0.0
+    kill_point: str | None = None
+    kill_worker: str | None = None
+
+
+Heads = Mapping[tuple[str, str], str | None]
+
+
+class Log:
+    """Collects log entries; the shell numbers and writes them."""
+
+    def __init__(self, state: State, request: int | None) -> None:
+        self.state = state
+        self.request = request
+        self.entries: list[dict[str, Any]] = []
+
+    def add(self, kind: str, **fields: Any) -> None:
+        """Add one entry of *kind*, stamped with CP time and the request's number."""
+        entry = {"kind": kind, "now_ms": self.state.now_ms, "request": self.request}
+        entry.update(fields)
+        self.entries.append(entry)
+
+
+# ---------------------------------------------------------------- answers
+
+
+def _ok(state: State, status: int, /, **members: Any) -> tuple[int, dict[str, Any]]:
+    return status, {**members, "now_ms": state.now_ms}
+
+
+def _error(state: State, status: int, error: str, message: str, /, **members: Any) -> tuple[int, dict[str, Any]]:
+    return status, {"error": error, "message": message, **members, "now_ms": state.now_ms}
+
+
+# ---------------------------------------------------------------- views
+
+
+def lease_view(lease: Lease) -> dict[str, Any]:
+    """The lease as the API shows it (a copy)."""
+    return copy.deepcopy(lease.data)
+
+
+def task_view(state: State, task_id: str) -> dict[str, Any]:
+    """The task's current attempt, state, stored result, every attempt and their leases (copies)."""
+    rec = state.tasks[task_id]
+    return {
+        "task": copy.deepcopy(rec.current),
+        "state": rec.state,
+        "stored": copy.deepcopy(rec.stored),
+        "attempts": copy.deepcopy(rec.attempts),
+        "leases": {str(attempt): lease_id for attempt, lease_id in rec.lease_of.items()},
+    }
+
+
+def branch_leases(state: State, repository: str, branch: str) -> list[Lease]:
+    """Every lease granted on the branch, in order of grant."""
+    return [
+        lease
+        for lease in state.leases.values()
+        if lease.data["repository"] == repository and lease.data["target_branch"] == branch
+    ]
+
+
+# ---------------------------------------------------------------- leases and attempts
+
+
+def _set_task_state(state: State, log: Log, task_id: str, to: str, cause: str) -> None:
+    rec = state.tasks[task_id]
+    if rec.state != to:
+        attempt = rec.current["attempt"]
+        log.add("task_state", task_id=task_id, attempt=attempt, **{"from": rec.state}, to=to, cause=cause)
+        rec.state = to
+
+
+def _issue_next(state: State, log: Log, task_id: str, changes: Mapping[str, Any], cause: str) -> None:
+    rec = state.tasks[task_id]
+    previous = rec.current
+    served = {**copy.deepcopy(previous), **copy.deepcopy(dict(changes)), "attempt": previous["attempt"] + 1}
+    _check_task(state, served, rec.attempts)
+    rec.attempts.append(served)
+    state.issue_order.append((task_id, served["attempt"]))
+    log.add("attempt_issued", task_id=task_id, attempt=served["attempt"], task=copy.deepcopy(served), cause=cause)
+    _set_task_state(state, log, task_id, "QUEUED", cause)
+    # Issuing a new attempt ends the previous attempt's lease (CP-6).
+    lease_id = rec.lease_of.get(previous["attempt"])
+    if lease_id is not None and state.leases[lease_id].data["state"] == "ACTIVE":
+        _end_lease(state, log, state.leases[lease_id], "EXPIRED", "superseded")
+
+
+def _end_lease(state: State, log: Log, lease: Lease, to: str, event: str) -> None:
+    lease.data["state"] = to
+    log.add("lease", event=event, lease=lease_view(lease))
+    if not lease.official:
+        return
+    rec = state.tasks[lease.data["task_id"]]
+    # CP-12: a RUNNING attempt whose lease stops being ACTIVE with no result stored is issued anew.
+    if rec.current["attempt"] == lease.data["attempt"] and rec.state == "RUNNING" and rec.stored is None:
+        _issue_next(state, log, lease.data["task_id"], {}, f"lease_{event}")
+
+
+def expire(state: State, log: Log) -> None:
+    """CP-12 expiry: every ACTIVE lease whose expires_at_ms has been reached becomes EXPIRED."""
+    for lease in list(state.leases.values()):
+        if lease.data["state"] == "ACTIVE" and lease.data["expires_at_ms"] <= state.now_ms:
+            _end_lease(state, log, lease, "EXPIRED", "expired")
+
+
+def _grant(
+    state: State,
+    log: Log,
+    served: Mapping[str, Any],
+    *,
+    generation: int,
+    official: bool,
+    holder: str | None,
+    heads: Heads,
+) -> Lease:
+    repository, branch = served["repository"], served["target_branch"]
+    lease_id = f"lease-{state.next_lease}"
+    state.next_lease += 1
+    lease = Lease(
+        data={
+            "lease_id": lease_id,
+            "repository": repository,
+            "target_branch": branch,
+            "task_id": served["task_id"],
+            "attempt": served["attempt"],
+            "generation": generation,
+            "state": "ACTIVE",
+            "ttl_ms": state.ttl_ms,
+            "acquired_at_ms": state.now_ms,
+            "expires_at_ms": state.now_ms + state.ttl_ms,
+            "current_head_oid": heads.get((repository, branch)),
+        },
+        official=official,
+        holder=holder,
+    )
+    state.leases[lease_id] = lease
+    key = (repository, branch)
+    state.highest_generation[key] = max(state.highest_generation.get(key, 0), generation)
+    log.add("lease", event="granted", lease=lease_view(lease), official=official, holder=holder)
+    # Granting generation g fences every ACTIVE lease of the branch with a lower generation.
+    for other in branch_leases(state, repository, branch):
+        if other.data["state"] == "ACTIVE" and other.data["generation"] < generation:
+            _end_lease(state, log, other, "EXPIRED", "fenced")
+    return lease
+
+
+# ---------------------------------------------------------------- a task as served, scripted faults
+
+
+def _check_task(state: State, served: Mapping[str, Any], earlier: list[dict[str, Any]]) -> None:
+    problem = state.validate(TASK_SCHEMA, dict(served))
+    if problem is not None:
+        raise KitError(f"task {served.get('task_id')!r} breaks schemas/p1/task.json {problem}")
+    try:
+        canonical_json(dict(served))
+    except NotCanonical as error:
+        raise KitError(f"task {served.get('task_id')!r}: {error}") from None
+    for other in earlier:
+        same_digest = other["execution_digest"] == served["execution_digest"]
+        if same_digest and (other["kind"] != served["kind"] or other["payload"] != served["payload"]):
+            raise KitError("attempts with one execution_digest must have the same kind and payload (CP-5)")
+
+
+def _take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -> list[F.Fault]:
+    """Count the request against every pending fault *pick* accepts; return (and drop) those that fire."""
+    fired: list[F.Fault] = []
+    for pending in list(state.faults):
+        if not pick(pending.fault):
+            continue
+        if one and fired:
+            break
+        pending.seen += 1
+        if pending.seen >= getattr(pending.fault, "nth", 1):
+            fired.append(pending.fault)
+            state.faults.remove(pending)
+    return fired
+
+
+def fire_kill_point(state: State, name: str, subject: str | None) -> bool:
+    """Whether a scripted kill point fires at this point (counted only where the point is reached)."""
+    return bool(
+        _take(
+            state,
+            lambda f: isinstance(f, F.KillPoint) and f.name == name and f.task_id in (None, subject),
+            one=True,
+        )
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

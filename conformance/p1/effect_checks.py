@@ -1,0 +1,271 @@
+"""The P1 checks of the side effects the kit saw at the control plane and the origin: one governed commit,
+pushed once (COMMIT-3); one key per attempt, never shared (KEY-1, KEY-2) and one body per key (SUB-4); the
+stored result is the task's (TASK-2); no side effect with a lost lease (LEASE-4), for a result_submitted row
+the control plane does not back (SUB-7), or for an attempt served against CP-5 or CP-7 (SCOPE-6, SCOPE-7).
+
+Pure: the harness reads the control plane's log and the origins; this module only judges what they saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from resumekit.conformance.p1.canonical import result_hash
+from resumekit.conformance.p1.cp_state import IDENTITY
+from resumekit.conformance.p1.evidence_data import Evidence
+from resumekit.conformance.p1.evidence_data import mismatch as _m
+from resumekit.conformance.p1.model import Row, attempts
+from resumekit.conformance.results import Mismatch
+
+
+def side_effect_checks(ev: Evidence) -> list[Mismatch]:
+    """COMMIT-3, KEY-1, SUB-2/SUB-4, CP-10 and the expected result hash."""
+    return _push_checks(ev) + _submission_key_checks(ev.submissions) + _stored_result_checks(ev)
+
+
+def _push_checks(ev: Evidence) -> list[Mismatch]:
+    """COMMIT-3 at the origin: no push attempt after an accepted one of the same ref, one commit per branch."""
+    found: list[Mismatch] = []
+    accepted_refs: dict[tuple[str, str], int] = {}
+    for index, push in enumerate(ev.pushes):
+        pushed = (str(push.get("repository", "")), str(push.get("ref", "")))
+        if pushed in accepted_refs:
+            found.append(
+                _m(
+                    "COMMIT-3",
+                    f"/origin/pushes/{index}",
+                    "no push attempt after an accepted one",
+                    push,
+                    "a governed commit was pushed again",
+                )
+            )
+        if push.get("accepted"):
+            accepted_refs.setdefault(pushed, index)
+    for task_id, gained in ev.commits.items():
+        if len(gained) > 1:
+            found.append(
+                _m(
+                    "COMMIT-3",
+                    f"/origin/{task_id}/commits",
+                    "at most one",
+                    list(gained),
+                    "the branch gained more than one commit",
+                )
+            )
+    return found
+
+
+def _submission_key_checks(submissions: Sequence[Mapping[str, Any]]) -> list[Mismatch]:
+    """KEY-1 and SUB-4 at the control plane: one key and one body per attempt, no key shared by two attempts."""
+    found: list[Mismatch] = []
+    keys: dict[tuple[str, int], set[str]] = {}
+    bodies: dict[tuple[str, int], set[str]] = {}
+    for submission in submissions:
+        which = (str(submission["task_id"]), int(submission["attempt"]))
+        keys.setdefault(which, set()).add(str(submission["key"]))
+        bodies.setdefault(which, set()).add(str(submission["result_hash"]))
+    for (task_id, number), used in sorted(keys.items()):
+        where = f"/control-plane/{task_id}/{number}"
+        if len(used) > 1:
+            found.append(
+                _m("KEY-1", f"{where}/keys", "one key per attempt", sorted(used), "an attempt used more than one key")
+            )
+        sent = bodies[(task_id, number)]
+        if len(sent) > 1:
+            found.append(
+                _m("SUB-4", f"{where}/bodies", "one body per key", sorted(sent), "another body was sent under the key")
+            )
+    return found + _shared_key_checks(keys)
+
+
+def _shared_key_checks(keys: Mapping[tuple[str, int], set[str]]) -> list[Mismatch]:
+    """KEY-1: no key was sent by two attempts of a task."""
+    found = []
+    owners: dict[tuple[str, str], set[int]] = {}
+    for (task_id, number), used in keys.items():
+        for key in used:
+            owners.setdefault((task_id, key), set()).add(number)
+    for (task_id, key), numbers in sorted(owners.items()):
+        if len(numbers) > 1:
+            found.append(
+                _m(
+                    "KEY-1",
+                    f"/control-plane/{task_id}/keys",
+                    "a different key per attempt",
+                    {key: sorted(numbers)},
+                    "two attempts shared a key",
+                )
+            )
+    return found
+
+
+def _stored_result_checks(ev: Evidence) -> list[Mismatch]:
+    """TASK-2: the result the control plane stored is the one the kit computed, unless the scenario scripts it."""
+    found = []
+    for task_id, facts in ev.tasks.items():
+        stored = facts.get("stored")
+        if stored and task_id in ev.expected and not facts.get("scripted_result"):
+            want = result_hash(ev.expected[task_id])
+            if stored.get("result_hash") != want:
+                found.append(
+                    _m(
+                        "TASK-2",
+                        f"/control-plane/{task_id}/stored",
+                        ev.expected[task_id],
+                        stored.get("result"),
+                        "the stored result is not the task's result",
+                    )
+                )
+    return found
+
+
+def _reused_pending(rows: Sequence[Row], task_id: str, key: str) -> bool:
+    """Whether a reused result_pending row of the task holds *key*: then a shared key breaks KEY-2, not KEY-1."""
+    return any(
+        row["task_id"] == task_id
+        and row["phase"] == "result_pending"
+        and row["reused_from"] is not None
+        and row["idempotency_key"] == key
+        for row in rows
+    )
+
+
+def key_checks(ev: Evidence) -> list[Mismatch]:
+    """KEY-2: every submission carries the key of its attempt's result_pending row, which result_submitted repeats."""
+    found = []
+    pending: dict[tuple[str, int], str] = {}
+    for row in ev.rows:
+        if row["phase"] == "result_pending" and row["idempotency_key"]:
+            pending.setdefault((row["task_id"], row["attempt"]), row["idempotency_key"])
+    for submission in ev.submissions:
+        which = (str(submission["task_id"]), int(submission["attempt"]))
+        if which in pending and submission["key"] != pending[which]:
+            found.append(
+                _m(
+                    "KEY-2",
+                    f"/control-plane/{which[0]}/{which[1]}/key",
+                    pending[which],
+                    submission["key"],
+                    "a submission carried a key other than its result_pending row's",
+                )
+            )
+    # The journal sees what the control plane may not: a key written in result_pending but never sent, which
+    # a later attempt (reusing the row, or not) must not carry again (KEY-1, KEY-2).
+    holders: dict[tuple[str, str], list[int]] = {}
+    for (task_id, number), key in pending.items():
+        holders.setdefault((task_id, key), []).append(number)
+    for (task_id, key), numbers in sorted(holders.items()):
+        if len(numbers) > 1:
+            found.append(
+                _m(
+                    "KEY-2" if _reused_pending(ev.rows, task_id, key) else "KEY-1",
+                    f"/journal/{task_id}/result_pending/idempotency_key",
+                    "a different key per attempt; a reused result_pending carries the new attempt's key",
+                    {key: sorted(numbers)},
+                    "two attempts' result_pending rows hold the same key",
+                )
+            )
+    for row in ev.rows:
+        which = (row["task_id"], row["attempt"])
+        if row["phase"] == "result_submitted" and which in pending and row["idempotency_key"] != pending[which]:
+            found.append(
+                _m(
+                    "KEY-2",
+                    f"/journal/{which[0]}/{which[1]}/result_submitted",
+                    pending[which],
+                    row["idempotency_key"],
+                    "result_submitted carries a key other than its result_pending row's",
+                )
+            )
+    return found
+
+
+def lease_checks(ev: Evidence) -> list[Mismatch]:
+    """LEASE-4 (EVID-4): no push and no submission reached the kit while the attempt's lease was not ACTIVE."""
+    found = []
+    for index, push in enumerate(ev.pushes):
+        lease = push.get("lease")
+        state = lease.get("state") if isinstance(lease, Mapping) else None
+        if push.get("task_id") is not None and state is not None and state != "ACTIVE":
+            found.append(
+                _m("LEASE-4", f"/origin/pushes/{index}", "ACTIVE", state, "a push reached the origin with a lost lease")
+            )
+    for submission in ev.submissions:
+        if int(submission["status"]) == 403:
+            found.append(
+                _m(
+                    "LEASE-4",
+                    f"/control-plane/{submission['task_id']}/{submission['attempt']}/submission",
+                    "a lease ACTIVE at CP time",
+                    "answered 403",
+                    "a submission reached the control plane with a lost lease",
+                )
+            )
+    return found
+
+
+def submitted_backing(ev: Evidence) -> list[Mismatch]:
+    """SUB-7: a result_submitted row only on a 2xx answer to its key or on an exact match."""
+    found = []
+    for row in ev.rows:
+        if row["phase"] != "result_submitted":
+            continue
+        stored: Mapping[str, Any] | None = ev.tasks.get(row["task_id"], {}).get("stored")
+        answered = any(
+            s["task_id"] == row["task_id"] and s["key"] == row["idempotency_key"] and 200 <= int(s["status"]) < 300
+            for s in ev.submissions
+        )
+        exact = (
+            stored is not None
+            and stored.get("attempt") == row["attempt"]
+            and stored.get("result_hash") == row["result_hash"]
+        )
+        if not (answered or exact):
+            found.append(
+                _m(
+                    "SUB-7",
+                    f"/journal/{row['task_id']}/{row['attempt']}/result_submitted",
+                    "a 2xx answer or an exact match",
+                    stored,
+                    "result_submitted without the control plane holding the result",
+                )
+            )
+    return found
+
+
+def delivery_checks(ev: Evidence) -> list[Mismatch]:
+    """SCOPE-6 and SCOPE-7 (strict) for the attempts the kit served against CP-5 or CP-7: no governed side
+    effect for them, and under a changed identity only ``claimed`` then ``identity_conflict``."""
+    found = []
+    groups = attempts(ev.rows)
+    for delivery in ev.deliveries:
+        conflicting = delivery["kind"] == "conflicting_delivery"
+        clause = "SCOPE-6" if conflicting else "SCOPE-7"
+        where = f"/control-plane/{delivery['task_id']}/{delivery['attempt']}/{delivery['kind']}"
+        if delivery["governed"]:
+            what = "served with a changed identity" if conflicting else "superseded by a later one, served again"
+            found.append(
+                _m(clause, f"{where}/governed", [], list(delivery["governed"]),
+                   f"a governed side effect for an attempt {what}")
+            )
+        served = delivery.get("task")
+        if not conflicting or not isinstance(served, Mapping):
+            continue
+        ident = tuple(served.get(name) for name in IDENTITY)
+        held = any(key[:2] == ident[:2] and key != ident for key in groups)
+        mine = groups.get(ident, [])
+        if held and mine:
+            phases = [(row["phase"], row["reason"]) for row in mine]
+            if phases != [("claimed", None), ("reconciliation_required", "identity_conflict")]:
+                found.append(
+                    _m(
+                        "SCOPE-6",
+                        f"/journal/{ident[0]}/{ident[1]}/served-identity",
+                        ["claimed", "reconciliation_required: identity_conflict"],
+                        [phase if reason is None else f"{phase}: {reason}" for phase, reason in phases],
+                        "rows under an identity that conflicts with the journal's for the same attempt",
+                    )
+                )
+    return found
+

@@ -1,0 +1,104 @@
+"""The journal's model and the results the kit expects, as pure values and functions (docs/spec/p1.md).
+
+The columns of a checkpoint row (JNL-1), the ranks of its phases (PHASE-1 to PHASE-5), a row and a snapshot
+of the journal (JNL-4), the result body a source capture must carry (TASK-3), the commit object a governed
+commit must be (TASK-4), and the changes between two states of a tree (WRK-5): everything the checks judge
+evidence by. Nothing here reads a file or starts a process; ``evidence`` reads the journal, the caches and
+the origin and hands this module's values on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from resumekit.conformance.p1.cp_state import IDENTITY
+
+JOURNAL_FILE = "checkpoints.sqlite3"
+COLUMNS = (
+    "seq",
+    *IDENTITY,
+    "phase",
+    "lease_id",
+    "task",
+    "workspace",
+    "idempotency_key",
+    "result_hash",
+    "result_body",
+    "commit_oid",
+    "reused_from",
+    "reason",
+)
+BINDING = tuple(name for name in IDENTITY if name != "attempt")
+RANKS = {
+    "claimed": 1,
+    "workspace_prepared": 2,
+    "verification_passed": 3,
+    "source_capture_done": 4,
+    "commit_done": 4,
+    "result_pending": 5,
+    "result_submitted": 6,
+}
+TERMINAL = ("result_submitted", "reconciliation_required")
+HARD_FAILURES = ("result_conflict", "result_rejected", "task_invalid")
+
+Row = dict[str, Any]
+
+
+def identity(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The row's attempt identity: its values of the identity fields, in their order."""
+    return tuple(row[name] for name in IDENTITY)
+
+
+def binding(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The row's binding: the identity fields but the attempt number (SCOPE-4)."""
+    return tuple(row[name] for name in BINDING)
+
+
+def attempts(rows: Sequence[Row]) -> dict[tuple[Any, ...], list[Row]]:
+    """The rows of each identity, in order of their first row (PHASE-2)."""
+    grouped: dict[tuple[Any, ...], list[Row]] = {}
+    for row in rows:
+        grouped.setdefault(identity(row), []).append(row)
+    return grouped
+
+
+def capture_body(base_oid: str, blobs: Iterable[tuple[str, str, bytes]]) -> dict[str, Any]:
+    """The result body TASK-3 demands of a source capture, from the base commit's (mode, path, bytes) blobs."""
+    files = [{"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in blobs]
+    return {"base_oid": base_oid, "files": files, "kind": "source_capture"}
+
+
+def commit_text(tree: str, parent: str, commit: Mapping[str, Any]) -> bytes:
+    """The exact commit object TASK-4 defines."""
+    person = f"{commit['name']} <{commit['email']}> {int(commit['timestamp'])} +0000"
+    return (f"tree {tree}\nparent {parent}\nauthor {person}\ncommitter {person}\n\n{commit['message']}").encode()
+
+
+Entry = tuple[Any, ...]  # ("dir",), ("dir", mtime_ns) if unreadable, ("link", target), ("file", size, mtime_ns, sha256)
+
+
+def tree_changes(before: Mapping[str, Entry], after: Mapping[str, Entry]) -> dict[str, str]:
+    """Each path created, changed or removed between two tree states, with the word for what happened."""
+    changes = {path: "created" for path in after if path not in before}
+    changes.update({path: "removed" for path in before if path not in after})
+    changes.update({path: "changed" for path in after if path in before and after[path] != before[path]})
+    return changes
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The journal at one moment, for the append-only check of JNL-4."""
+
+    rows: tuple[tuple[Any, ...], ...]
+
+    @classmethod
+    def of(cls, rows: Sequence[Row]) -> Snapshot:
+        """The snapshot of *rows*: each row's values in the order of ``COLUMNS``."""
+        return cls(tuple(tuple(row[name] for name in COLUMNS) for row in rows))
+
+    def kept_by(self, later: Snapshot) -> bool:
+        """Whether every row of this read is present, unchanged, in a later one."""
+        return later.rows[: len(self.rows)] == self.rows

@@ -1,0 +1,285 @@
+"""Runs one P1 scenario for real: origins, the control plane, worker processes, kills, and the verdict.
+
+The kit makes everything the worker touches (a workspace root, a state directory, bare git origins, a
+decoy tree outside the root), starts the simulated control plane on loopback, drives the worker through
+the adapter's ``p1.worker`` commands, kills it with real signals, and then judges from evidence it
+collects itself (docs/spec/p1.md, section 16): the control plane's log, the origin's refs and push log,
+the journal read read-only, the caches, and listings of the workspace root.
+
+Each step names one verb; the table below says which handler of ``verbs`` takes it.
+
+Under simulated power loss (``--fault-model power-loss``) the state directory is the kit's FUSE layer
+(``resumekit.conformance.powerloss``): every kill is followed by a power cut that drops what the worker
+never synced, the moment checks read the journal as a cut would leave it (so a submission, a receipt or
+a push is judged against what was durable when it arrived), and after each cut every task's cache must
+be a complete version, old or new, never torn or empty (CACHE-3).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from resumekit.conformance.fault_models import Abort
+from resumekit.conformance.p1 import evidence, evidence_checks, verbs
+from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
+from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.cp_core import KitError
+from resumekit.conformance.p1.cp_faults import FaultError
+from resumekit.conformance.p1.observer import Observer
+from resumekit.conformance.p1.origin import GitError
+from resumekit.conformance.p1.worker import Factory, Worker
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_digest, open_world
+from resumekit.conformance.powerloss import PowerLoss
+from resumekit.conformance.results import CaseResult, Outcome
+from resumekit.conformance.runner import result_for
+
+# verb -> handler: every verb a scenario's step may name (schemas/golden/p1-scenarios.json, $defs/step), and
+# the two the campaigns' generated steps add, crash_or_idle and settle, which no golden file may write.
+STEPS: Mapping[str, verbs.Handler] = MappingProxyType({
+    "start": verbs.start,
+    "restart_if_exited": verbs.restart_if_exited,
+    "wait": verbs.wait,
+    "kill": verbs.kill,
+    "stop": verbs.stop,
+    "continue": verbs.continue_,
+    "clock": verbs.clock,
+    "crash_or_idle": verbs.crash_or_idle,
+    "settle": verbs.settle,
+    "expire_unrecorded": verbs.expire_unrecorded,
+    "issue": verbs.issue,
+    "reissue": verbs.reissue,
+    "fault": verbs.fault,
+    "state": verbs.state,
+    "damage_cache": verbs.damage_cache,
+    "plant": verbs.plant,
+    "tamper_workspace": verbs.tamper_workspace,
+    "link_workspaces_to_decoy": verbs.link_workspaces_to_decoy,
+    "swap_for_link": verbs.swap_for_link,
+    "watch_root": verbs.watch_root,
+})
+# A second_worker step takes one of these with the second worker: the schema allows it no other verb, and
+# no wait for a kit-side kill, which stays the first worker's.
+SECOND_WORKER_STEPS: Mapping[str, verbs.Handler] = MappingProxyType(
+    {verb: STEPS[verb] for verb in ("start", "wait", "kill", "stop", "continue")}
+)
+
+
+def run_scenario(case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None) -> CaseResult:
+    """Build the scenario's world, run its steps against fresh worker processes, and judge."""
+    return run_steps(case, factory, profile, case.steps, None, power=power)
+
+
+def run_steps(
+    case: ScenarioCase,
+    factory: Factory,
+    profile: str,
+    steps: Sequence[Mapping[str, Any]],
+    blocked_at: list[str] | None,
+    stats: dict[str, int] | None = None,
+    power: PowerLoss | None = None,
+) -> CaseResult:
+    """One run of *steps* in a fresh world. With *blocked_at* (a campaign run) the failpoints reached are
+    appended to it, and a worker that goes idle before its armed failpoint raises Unreached. *stats*
+    receives the kills of soak rounds and the control-plane faults left unfired."""
+    try:
+        with open_world(case, power) as world:
+            world.until_unreached = blocked_at is not None
+            if blocked_at is not None:
+                world.blocked_at = blocked_at
+            observer = Observer(world, profile)
+            control = ControlPlane(log_path=world.root / "control-plane.jsonl", ttl_ms=case.ttl_ms, observer=observer)
+            worker = Worker(case, factory, world, control)
+            second = _second_worker(case, factory, world, control, steps)
+            control.start()
+            try:
+                return _drive(case, world, control, worker, profile, steps, second)
+            finally:
+                if stats is not None:
+                    stats.update(kills=world.kills, unfired=control.pending_faults())
+                worker.close()
+                if second is not None:
+                    second.close()
+                control.close()
+    except Abort as abort:
+        return abort.result
+    except (KitError, FaultError, GitError) as error:
+        # A world the kit could not build or a step it could not take (git missing, a task or fault the
+        # control plane refuses): the scenario says nothing about the worker, so it is errored, not failed.
+        message = f"the kit could not carry out this scenario ({case.source}): {error}"
+        return result_for(case, Outcome.ERRORED, message=message)
+
+
+def _drive(
+    case: ScenarioCase,
+    world: World,
+    control: ControlPlane,
+    worker: Worker,
+    profile: str,
+    steps: Sequence[Mapping[str, Any]],
+    second: Worker | None = None,
+) -> CaseResult:
+    """Set the world up on the control plane, take every step in turn, and judge what the steps left."""
+    world.budget = case.budget if isinstance(case, SoakCase) else SCENARIO_BUDGET
+    drive = verbs.Drive(case, world, control, worker, second, time.monotonic() + world.budget)
+    for repository, origin in world.origins.items():
+        control.add_origin(repository, origin)
+    for name in case.issue:
+        verbs.issue_task(drive, name)
+    for fault in case.faults:
+        verbs.script_fault(drive, fault)
+    drive.changed()
+    decoy_before = decoy_digest(world)
+    for index, step in enumerate(steps):
+        _take(drive, index, step)
+    return _verdict(drive, _gather(drive, profile, decoy_before))
+
+
+def _take(drive: verbs.Drive, index: int, step: Mapping[str, Any]) -> None:
+    """Take one step: its verb's handler from the table, or a second_worker step's from the sub-table."""
+    ((verb, argument),) = step.items()
+    table, worker = STEPS, drive.worker
+    if verb == "second_worker" and drive.second is not None:
+        ((verb, argument),) = argument.items()
+        table, worker = SECOND_WORKER_STEPS, drive.second
+    handler = table.get(verb)
+    if handler is None:  # the schema allows no other verb
+        raise Abort(drive.worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
+    handler(drive, worker, argument)
+
+
+def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_checks.Evidence:
+    """What the steps left, read by the kit itself: the journals, the caches, the control plane, the origins."""
+    world, control, worker, second = drive.world, drive.control, drive.worker, drive.second
+    if world.tool_flag is not None:
+        # A worker ran with the tool: it must have run it, in a workspace, or the scenario proved nothing.
+        announced = [e for e in control.log() if e.get("kind") == "tool_started"]
+        world.moment_problems.extend(evidence_checks.tool_problems(announced, str(world.workspace_root.resolve())))
+    worker.read_settings()
+    rows = worker.read_journal()
+    world.snapshots.append(evidence.Snapshot.of(rows))
+    second_rows: list[evidence.Row] = []
+    if second is not None:
+        second.read_settings()
+        second_rows = second.read_journal()
+        world.second_snapshots.append(evidence.Snapshot.of(second_rows))
+    return evidence_checks.Evidence(
+        rows=rows,
+        snapshots=tuple(world.snapshots),
+        **_control_evidence(control, world),
+        expected=_expected(control, world),
+        caches={task_id: evidence.read_cache(world.state_dir, task_id) for task_id in {r["task_id"] for r in rows}},
+        idle=drive.last_wait == "idle",
+        settings=worker.settings if worker.claims_journal else None,
+        decoy_changed=decoy_digest(world) != decoy_before,
+        strict=profile == "strict",
+        deliveries=_faulty_deliveries(control.log()),
+        second_rows=second_rows,
+        second_snapshots=tuple(world.second_snapshots),
+    )
+
+
+def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence) -> CaseResult:
+    """The scenario's result: passed, or failed with the moment problems and the checks that failed."""
+    case, world = drive.case, drive.world
+    names = {name: template["task_id"] for name, template in case.tasks.items()}
+    verdict = evidence_checks.judge(case.expect, names, gathered)
+    mismatches = tuple(world.moment_problems) + tuple(verdict)
+    if mismatches:
+        headline = f"{len(mismatches)} check(s) failed"
+        # A survivor of a killed worker is named in the message itself: the paths say what it did.
+        survivors = [m.note for m in mismatches if m.clause == "WRK-5" and m.note]
+        return drive.worker.fail(headline + (f"; WRK-5: {survivors[0]}" if survivors else ""), *mismatches)
+    model = world.kill_model if world.killed_at else NO_CRASH_MODEL
+    return result_for(case, Outcome.PASSED, message=drive.summary, fault_model=model)
+
+
+def _second_worker(
+    case: ScenarioCase, factory: Factory, world: World, control: ControlPlane, steps: Sequence[Mapping[str, Any]]
+) -> Worker | None:
+    """The scenario's second worker, if a step names it: its own adapter process, workspace root and state
+    directory, on the same control plane and origins (a task handed to two workers, RESUME-4, LEASE-4)."""
+    if not any("second_worker" in step for step in steps):
+        return None
+    home = (world.root / "workspaces-second", world.root / "state-second")
+    for path in home:
+        path.mkdir()
+    return Worker(case, factory, world, control, label="b", home=home)
+
+
+def _faulty_deliveries(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each attempt the control plane served against CP-5 or CP-7 (ReplayAttempt, ConflictingIdentity),
+    with the governed side effects that followed it from the worker it was served to, up to that worker's
+    next claim: one attempt at a time (WRK-2), so every one of them was made for the attempt served."""
+    found = []
+    for index, entry in enumerate(log):
+        if entry.get("kind") not in ("replayed_delivery", "conflicting_delivery"):
+            continue
+        worker, number = entry.get("worker"), entry.get("request")
+        governed: list[dict[str, Any]] = []
+        for later in log[index + 1 :]:
+            if later.get("request") == number:
+                continue  # the claim that carried the delivery
+            if later.get("kind") == "request" and later.get("worker") == worker:
+                if later.get("endpoint") == "claim":
+                    break
+                if later.get("endpoint") in ("result", "receipt"):
+                    governed.append({"endpoint": later["endpoint"], "path": later.get("path"),
+                                     "status": later.get("status")})
+            elif later.get("kind") == "push" and later.get("task_id") == entry.get("task_id"):
+                governed.append({"endpoint": "push", "ref": later.get("ref"), "accepted": later.get("accepted")})
+        found.append({
+            "kind": entry["kind"],
+            "task_id": entry.get("task_id"),
+            "attempt": entry.get("attempt"),
+            "worker": worker,
+            "task": entry.get("task"),
+            "governed": governed,
+        })
+    return found
+
+
+def _expected(control: ControlPlane, world: World) -> dict[str, dict[str, Any]]:
+    """The result body the kit computes for each task's current attempt, from the task and its origin."""
+    expected = {}
+    for issued in world.tasks.values():
+        task = control.task(issued["task_id"])["task"]
+        expected[task["task_id"]] = evidence.expected_result(task, world.origins[task["repository"]])
+    return expected
+
+
+def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
+    """The control plane's and the origins' side of the evidence, as plain data."""
+    log = control.log()
+    answered = {entry["request"]: entry for entry in log if entry.get("kind") == "request"}
+    submissions = []
+    for entry in log:
+        if entry.get("kind") == "moment" and entry.get("check") == "submission":
+            request = answered.get(entry.get("request"))
+            submissions.append(
+                {
+                    "task_id": entry["task_id"],
+                    "attempt": entry["attempt"],
+                    "key": entry["key"],
+                    "result_hash": entry["result_hash"],
+                    "status": request["status"] if request and isinstance(request.get("status"), int) else 0,
+                }
+            )
+    tasks = {task["task_id"]: dict(control.task(task["task_id"])) for task in world.tasks.values()}
+    for entry in log:
+        # A result the kit's own fault stored (a scripted 409) is not the worker's to answer for.
+        if entry.get("kind") == "result_stored" and entry.get("cause") == "scripted" and entry["task_id"] in tasks:
+            tasks[entry["task_id"]]["scripted_result"] = True
+    leases: list[Mapping[str, Any]] = []
+    branches = {(task["repository"], task["target_branch"]) for task in world.tasks.values()}
+    for repository, branch in sorted(branches):
+        leases += control.leases(repository, branch)
+    pushes = [entry for entry in log if entry.get("kind") == "push"]
+    commits: dict[str, list[str]] = {}
+    for task in world.tasks.values():
+        if task["kind"] == "commit":
+            origin = world.origins[task["repository"]]
+            commits[task["task_id"]] = origin.commits_since(task["expected_branch_oid"], task["target_branch"])
+    return {"submissions": submissions, "tasks": tasks, "leases": leases, "pushes": pushes, "commits": commits}

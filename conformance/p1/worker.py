@@ -1,0 +1,500 @@
+"""The worker handle: the adapter process that runs a P1 worker, started, waited on, killed and stopped.
+
+A new adapter process runs the worker after every kill. The handle arms the worker's failpoints and disk
+faults, confirms that a worker blocked where the failpoint catalog says and in the durable state it names
+(FPT-2), kills only a process the process guard says the kit may kill, and reaps it; under power loss each
+kill is a power cut, after which every cache must be a whole version (CACHE-3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
+from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
+from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.fault_models import Abort
+from resumekit.conformance.p1 import _tool, evidence, evidence_checks
+from resumekit.conformance.p1.cases import ScenarioCase
+from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, Unreached, World
+from resumekit.conformance.powerloss import LayerError, PowerLayer
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.runner import errored, result_for, start_failed
+
+Factory = Callable[[], ProcessAdapter]
+
+ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
+WAIT_SLICE_MS = 1000
+
+
+def any_failpoint(hit: int) -> dict[str, Any]:
+    """A step's failpoint that arms the *hit*-th failpoint site the worker reaches, whatever its name."""
+    return {"name": ANY_FAILPOINT, "hit": hit}
+
+
+class Worker:
+    """The adapter process that runs the worker; a new one after every kill."""
+
+    def __init__(
+        self,
+        case: ScenarioCase,
+        factory: Factory,
+        world: World,
+        control: ControlPlane,
+        label: str = "w",
+        home: tuple[Path, Path] | None = None,
+    ) -> None:
+        self.case, self.factory, self.world, self.control = case, factory, world, control
+        # A scenario's second worker has names of its own (b1, b2, ...) and its own pair of directories
+        # (WRK-1: a pair serves one worker); kill points and power cuts stay the first worker's.
+        self.label = label
+        self.primary = home is None
+        self.workspace_root, self.state_dir = home if home is not None else (world.workspace_root, world.state_dir)
+        self.adapter: ProcessAdapter | None = None
+        self.count = 0
+        self.name = ""
+        self.pid: int | None = None
+        self.marker: Path | None = None
+        self.armed: str | None = None
+        self.transcript: list[str] = []
+        self.settings: list[Mapping[str, Any]] = []
+        self.claims_journal = False
+        self.disk_fault: Mapping[str, Any] | None = None  # armed on the current worker (p1.disk-faults)
+        self.tool = False  # the current worker runs the kit's tool (p1.tools)
+        self.exited = False
+
+    def fail(self, message: str, *mismatches: Mismatch, outcome: Outcome = Outcome.FAILED) -> CaseResult:
+        """The scenario's result when it ends here: *outcome*, with the adapter's stderr tail."""
+        tail = self.adapter.stderr_tail() if self.adapter else ""
+        return result_for(
+            self.case,
+            outcome,
+            message=message,
+            mismatches=mismatches or (Mismatch("", None, None, None, message),),
+            fault_model=self.world.kill_model if self.world.killed_at or self.count > 1 else NO_CRASH_MODEL,
+            stderr_tail=tail or None,
+        )
+
+    def ask(self, cmd: str, **fields: Any) -> dict[str, Any]:
+        """Send *cmd* to the adapter; its result object, or Abort when it skips, errs or answers another value."""
+        assert self.adapter is not None
+        reply: Reply = self.adapter.request(cmd, **fields)
+        self.transcript.extend(reply.transcript[-4:])
+        if reply.outcome == "skipped":
+            raise Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message))
+        if reply.outcome != "result":
+            raise Abort(errored(self.case, reply, cmd))
+        if not isinstance(reply.value, dict):
+            raise Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
+        return reply.value
+
+    def ensure_adapter(self) -> ProcessAdapter:
+        """The running adapter process, a new one started when there is none or the last one has ended."""
+        if self.adapter is None or self.adapter.process is None or self.adapter.process.poll() is not None:
+            if self.adapter is not None:
+                self.adapter.kill()
+            self.adapter = self.factory()
+            try:
+                info = self.adapter.start()
+            except AdapterStartError as error:
+                raise Abort(start_failed(self.case, error)) from None
+            self.claims_journal = "p1.journal" in info.capabilities
+        return self.adapter
+
+    def start(
+        self,
+        failpoint: Mapping[str, Any] | None,
+        disk_fault: Mapping[str, Any] | None = None,
+        tool: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Start a new worker process (p1.worker.start): armed at *failpoint*, at *disk_fault*, running *tool*."""
+        self.ensure_adapter()
+        self.count += 1
+        self.name = f"{self.label}{self.count}"
+        self.world.homes[self.name] = (self.workspace_root, self.state_dir)
+        self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
+        self.marker = self.world.root / f"exit-{self.name}.marker"
+        fields: dict[str, Any] = {
+            "config": {
+                "controlPlaneUrl": self.control.base_url(self.name),
+                "workspaceRoot": str(self.workspace_root),
+                "stateDir": str(self.state_dir),
+            },
+            "marker": str(self.marker),
+        }
+        if failpoint:
+            fields["failpoint"] = {"name": failpoint["name"], "hit": failpoint.get("hit", 1)}
+            self.armed = failpoint["name"]
+        else:
+            self.armed = None
+        self.disk_fault = None
+        if disk_fault:
+            fields["diskFault"] = {**disk_fault, "hit": disk_fault.get("hit", 1)}
+            self.disk_fault = fields["diskFault"]
+        self.tool = tool is not None
+        if tool is not None:
+            fields["tool"] = {"argv": self._tool_argv(float(tool.get("seconds", _tool.DEFAULT_SECONDS)))}
+        if self.world.watch_next:
+            self.world.watch_for, self.world.watch_next = self.name, False
+        self.exited = False
+        pid = self.ask("p1.worker.start", **fields).get("pid")
+        self._adopt(pid, "p1.worker.start")
+        if self.primary:
+            self.world.kill_current = self._kill_now
+
+    def _tool_argv(self, seconds: float) -> list[str]:
+        """The kit's tool (p1.tools): this interpreter, so it runs wherever the kit runs."""
+        if self.world.tool_flag is None:
+            self.world.tool_flag = self.world.root / "tool-may-run"
+            self.world.tool_flag.write_text("the kit's tool stops once this file is gone\n", encoding="utf-8")
+        announce = self.control.kit_url("_kit/tool/started")
+        return [sys.executable, "-m", _tool.MODULE, "--announce", announce,
+                "--while-exists", str(self.world.tool_flag), "--seconds", f"{seconds:g}"]
+
+    def _adopt(self, pid: object, where: str) -> None:
+        """Take *pid* as the worker's only if the process guard says the kit may kill it."""
+        assert self.adapter is not None and self.adapter.process is not None
+        if not plausible_pid(pid) or not self.adapter.process.owns(pid):
+            raise Abort(
+                self.fail(
+                    f"{where} reported pid {pid!r}, which the kit will not kill: "
+                    "it is not the adapter or one of its descendants"
+                )
+            )
+        assert isinstance(pid, int)
+        self.pid = pid
+
+    def _freeze(self) -> None:
+        """Under power loss, the instant of the cut, just before a kill: no sync lands after it."""
+        if self.world.layer is not None and self.primary:
+            with contextlib.suppress(LayerError):  # a layer that fails shows in the cut that follows
+                self.world.layer.freeze()
+
+    def _kill_now(self) -> None:
+        # Called from the control plane's thread at a kit-side kill point: kill, never wait here.
+        process = self.adapter.process if self.adapter is not None else None
+        if process is not None and self.pid is not None:
+            self._freeze()
+            with contextlib.suppress(NotInTree, OSError):
+                process.kill_member(self.pid)
+
+    def wait(self, wanted: str, deadline: float) -> dict[str, Any]:
+        """Wait until the worker is *wanted* (idle, blocked, exited, settled: idle or exited, or killed at a
+        kit-side kill point), judging what it reports on the way; the worker's last answer."""
+        if wanted == "killed":
+            return self._wait_killed(deadline)
+        settling = wanted == "settled"
+        while True:
+            answer = self.ask("p1.worker.wait", timeoutMs=WAIT_SLICE_MS)
+            state = answer.get("state")
+            # "idle" counts only once the worker has seen the world as the kit last left it: a claim
+            # answered without a task after the kit's last change (OUT-2).
+            fresh = (wanted, state) not in (("idle", "idle"), ("settled", "idle")) or _empty_claim_since(
+                self.control.log(), self.world.changed_at, self.name
+            )
+            if wanted == "blocked" and state == "idle" and self.world.until_unreached:
+                if _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
+                    raise Unreached
+                time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
+                state = "running"
+            if wanted == "settled" and state in ("exited", "idle"):
+                wanted = str(state)
+            if state == wanted and fresh:
+                if wanted == "blocked":
+                    self._confirm_block(answer)
+                if wanted == "exited":
+                    self.exited = True
+                    if not settling:
+                        self._judge_exit(answer)
+                return answer
+            if state == wanted:
+                # Idle, but before a claim that saw the kit's last change: the worker claims again
+                # within its retry_after_ms, so wait a moment instead of asking in a tight loop.
+                time.sleep(0.01)
+                state = "running"
+            if state != "running":
+                raise Abort(self._not_as_waited(wanted, state, answer))
+            if time.monotonic() > deadline:
+                raise Abort(
+                    self.fail(
+                        f"the worker was not {wanted} within {self.world.budget:.0f} s",
+                        Mismatch("/wait/state", wanted, "running", "OUT-2"),
+                        outcome=Outcome.ERRORED,
+                    )
+                )
+
+    def _wait_killed(self, deadline: float) -> dict[str, Any]:
+        """Wait for the armed kit-side kill point to kill the worker, then reap it."""
+        if not self._kill_event_or_idle(deadline):
+            if self.tool:
+                raise Abort(self.fail(
+                    "the kit's tool never announced itself: the worker did not run the tool of "
+                    "p1.worker.start in a workspace (or it never reached a verified workspace)",
+                    Mismatch("/tool", "the tool started in a workspace", None, "ADP-2"),
+                ))
+            raise Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
+        self.world.kill_event.clear()
+        self._reap()
+        return {"state": "killed"}
+
+    def _not_as_waited(self, wanted: str, state: object, answer: Mapping[str, Any]) -> CaseResult:
+        """The failure of a worker that went on to be *state* while the kit waited for it to be *wanted*."""
+        if wanted == "exited" and self.disk_fault is not None:
+            return self.fail(
+                f"after the injected disk error {_disk_text(self.disk_fault)} the worker went on to be "
+                f"{state} instead of exiting: it took the failed operation for a success",
+                Mismatch("/wait/state", "exited", answer, "JNL-8"),
+            )
+        return self.fail(
+            f"waited for the worker to be {wanted}, it is {state}",
+            Mismatch("/wait/state", wanted, answer, "ADP-2"),
+        )
+
+    def _kill_event_or_idle(self, deadline: float) -> bool:
+        """Whether the armed kill point fired before the deadline. A worker running the tool that claims
+        and gets no task has gone past every place it could run it: no need to wait out the deadline."""
+        while not self.world.kill_event.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False
+            if self.tool and _empty_claim_since(self.control.log(), self.world.changed_at):
+                return self.world.kill_event.is_set()
+        return True
+
+    def _judge_exit(self, answer: Mapping[str, Any]) -> None:
+        """An exit after an injected disk error is a fatal error's: a non-zero status (JNL-8)."""
+        code = answer.get("exitCode")
+        if self.disk_fault is not None and (not isinstance(code, int) or isinstance(code, bool) or code == 0):
+            raise Abort(self.fail(
+                f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
+                f"{code!r}, not a non-zero one",
+                Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
+            ))
+
+    def wait_any(self, deadline: float) -> str:
+        """Wait until the worker is blocked at its failpoint or idle (a soak round): which of the two."""
+        while True:
+            answer = self.ask("p1.worker.wait", timeoutMs=WAIT_SLICE_MS)
+            state = answer.get("state")
+            if state == "blocked":
+                self._confirm_block(answer)
+                return "blocked"
+            if state == "idle" and _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
+                return "idle"
+            if state not in ("idle", "running"):
+                raise Abort(
+                    self.fail(
+                        f"waited for the worker to be blocked or idle, it is {state}",
+                        Mismatch("/wait/state", "blocked or idle", answer, "ADP-2"),
+                    )
+                )
+            if state == "idle":
+                time.sleep(0.01)
+            if time.monotonic() > deadline:
+                raise Abort(
+                    self.fail(
+                        "the worker was neither blocked nor idle in time",
+                        Mismatch("/wait/state", "blocked or idle", state, "OUT-2"),
+                        outcome=Outcome.ERRORED,
+                    )
+                )
+
+    def _confirm_block(self, answer: Mapping[str, Any]) -> None:
+        """FPT-2: the name is attested; the durable state the catalog names at the site is observed."""
+        name = answer.get("failpoint")
+        if self.armed == ANY_FAILPOINT and isinstance(name, str):
+            if not evidence_checks.known_failpoint(name):
+                raise Abort(
+                    self.fail(
+                        f"blocked at {name!r}, a site the failpoint catalog does not name",
+                        Mismatch("/wait/failpoint", "a failpoint of golden/p1/failpoints.yaml", name, "FPT-1"),
+                    )
+                )
+        elif name != self.armed:
+            raise Abort(
+                self.fail("blocked at another failpoint", Mismatch("/wait/failpoint", self.armed, name, "FPT-2"))
+            )
+        if "pid" in answer and answer["pid"] != self.pid:
+            self._adopt(answer["pid"], "p1.worker.wait")
+        task_rows = _latest_task_rows(self.state_dir)
+        temporaries = [n for n in evidence.listing(self.state_dir / "tasks") if n.endswith(".tmp")]
+        problem = evidence_checks.failpoint_state(str(name), task_rows, temporaries)
+        if problem is not None:
+            raise Abort(
+                self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, "FPT-2"))
+            )
+        self.world.blocked_at.append(str(name))
+
+    def kill(self) -> None:
+        """Kill the worker's process for real (a crash: no exit path may run, CRASH-2) and reap it."""
+        if self.pid is None or self.adapter is None or self.adapter.process is None:
+            raise Abort(self.fail("the scenario kills a worker that is not running"))
+        self._freeze()
+        try:
+            self.adapter.process.kill_member(self.pid)
+        except NotInTree as error:
+            raise Abort(self.fail(f"the kit will not kill pid {self.pid}: {error}")) from None
+        except OSError as error:
+            raise Abort(self.fail(f"cannot kill the worker's pid {self.pid}: {error}")) from None
+        self._reap()
+        assert self.marker is not None
+        if self.marker.exists():
+            raise Abort(
+                self.fail(
+                    "the exit marker was written: an exit path ran, so this was not a crash",
+                    Mismatch("/marker", "absent", "present", "CRASH-2"),
+                )
+            )
+        self.world.killed_at.append(f"{self.armed or 'kill'}")
+
+    def _after_tool_kill(self) -> None:
+        """The tool's writes just after the kill (for the report), and the watch armed for the next worker."""
+        for entry in self.control.log():
+            if entry.get("kind") == "tool_started" and isinstance(entry.get("cwd"), str):
+                for role, name in _tool.FILES.items():
+                    text = _read_text(Path(entry["cwd"]) / name)
+                    words = text.split()
+                    if len(words) >= 5 and words[-1].isdigit():
+                        self.world.tool_writes[role] = int(words[-1])
+        self.world.watch_next = True
+
+    def _reap(self) -> None:
+        pid, tool = self.pid, self.tool
+        wrapper = False
+        if self.adapter is not None and self.adapter.process is not None:
+            process = self.adapter.process
+            wrapper = pid != process.pid
+            if tool:
+                # WRK-5: only the worker's pid dies, as in a real crash; the adapter's tree (where a tool the
+                # worker left behind still runs) is ended only when the scenario is over.
+                if wrapper:
+                    with contextlib.suppress(NotInTree, OSError):
+                        process.kill_member(process.pid)
+                process.wait(timeout=10.0)
+                self.world.held.append(process)
+            else:
+                if wrapper:
+                    process.kill()  # a wrapper around the real worker
+                process.wait(timeout=10.0)
+                process.kill()
+            self.adapter.process = None
+        # The kit reaps the adapter itself; a descendant it named must be gone too.
+        if wrapper and pid is not None and not wait_pid_gone(pid, timeout=10.0):
+            raise Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
+        self.adapter = None
+        self.pid = None
+        self.tool = False
+        if self.primary:
+            self.world.kill_current = None
+        if tool:
+            self._after_tool_kill()
+        if self.world.layer is not None and self.primary:
+            self._power_cut(self.world.layer)
+
+    def _power_cut(self, layer: PowerLayer) -> None:
+        """Drop what the dead worker never synced; then every cache must be a whole version (CACHE-3)."""
+        try:
+            layer.cut("lose", 0)
+        except LayerError as error:
+            raise Abort(
+                result_for(
+                    self.case, Outcome.ERRORED, message=f"the power cut failed: {error}", fault_model=POWER_LOSS_MODEL
+                )
+            ) from None
+        for name in evidence.listing(self.world.state_dir / "tasks"):
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            status, raw = evidence.read_cache(self.world.state_dir, name[: -len(".json")])
+            if status == "torn":
+                self.world.moment_problems.append(
+                    Mismatch(
+                        f"/caches/{name}/after-power-cut",
+                        "a complete cache, old or new",
+                        raw[:80] if raw else "empty",
+                        "CACHE-3",
+                        "after a power cut the cache was torn or empty: its temporary file was not synced before "
+                        "the replace",
+                    )
+                )
+
+    def stop(self) -> None:
+        """Stop the worker in order (p1.worker.stop): it exits 0 through its exit path (RESUME-5)."""
+        answer = self.ask("p1.worker.stop")
+        code = answer.get("exitCode")
+        if code != 0:
+            raise Abort(self.fail("an orderly stop did not exit 0", Mismatch("/stop/exitCode", 0, code, "RESUME-5")))
+        assert self.marker is not None
+        if not self.marker.exists():
+            raise Abort(
+                self.fail(
+                    "the exit path never wrote the marker, so a kill cannot be told from an orderly exit",
+                    Mismatch("/marker", "present", "absent", "ADP-2"),
+                )
+            )
+        self.pid = None
+        if self.primary:
+            self.world.kill_current = None
+
+    def read_settings(self) -> None:
+        """Ask a worker that claims p1.journal for its journal connections' settings."""
+        if self.adapter is not None and self.adapter.process is not None and self.claims_journal:
+            connections = self.ask("p1.journal.settings").get("connections")
+            self.settings = list(connections) if isinstance(connections, list) else [{"invalid": connections}]
+
+    def read_journal(self) -> list[evidence.Row]:
+        """The journal in the worker's state directory, read read-only; unreadable, the scenario fails (JNL-1)."""
+        try:
+            return evidence.read_journal(self.state_dir)
+        except evidence.JournalUnreadable as error:
+            raise Abort(self.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
+
+    def close(self) -> None:
+        """Close the adapter, if one still runs."""
+        if self.adapter is not None:
+            self.adapter.close()
+            self.adapter = None
+
+
+def _disk_text(fault: Mapping[str, Any]) -> str:
+    return f"({fault['errno']} from {fault['op']} #{fault['hit']} of the {fault['file']})"
+
+
+def _latest_task_rows(state_dir: Path) -> list[evidence.Row]:
+    """The rows of the task the worker works on now: the task of the journal's latest row."""
+    try:
+        rows = evidence.read_journal(state_dir)
+    except evidence.JournalUnreadable:
+        return []
+    if not rows:
+        return []
+    task_id = rows[-1]["task_id"]
+    return [row for row in rows if row["task_id"] == task_id]
+
+
+def _empty_claim_since(log: Sequence[Mapping[str, Any]], since: int, worker: str | None = None) -> bool:
+    """Whether a claim answered without a task came after the kit's last change (OUT-2), from *worker*
+    if named (with two workers, one's empty claim says nothing of the other)."""
+    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
+    # Claims answered with a task but no new lease: a duplicate, replayed or conflicting delivery.
+    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
+    granted |= {e.get("request") for e in log if e.get("kind") in delivered}
+    return any(
+        e.get("kind") == "request"
+        and e.get("endpoint") == "claim"
+        and e.get("status") == 200
+        and e.get("request") not in granted
+        and (worker is None or e.get("worker") == worker)
+        for e in log[since:]
+    )
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,297 @@
+"""The world of one P1 scenario: everything the kit makes for the worker to touch, and the kit's changes to it.
+
+A scratch directory holds a workspace root, a state directory (under power loss the mount of the kit's
+FUSE layer), bare git origins and two decoy trees outside the root. The steps of a scenario change that
+world as a crash or a careless neighbour would: a cache damaged, a stale workspace planted, a link to the
+decoys put where a cleanup must not follow it, a checked directory swapped for a link (docs/spec/p1.md,
+CACHE, CLEAN).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resumekit.conformance import _files
+from resumekit.conformance._process import LineProcess
+from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
+from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.p1 import evidence
+from resumekit.conformance.p1.canonical import canonical_json
+from resumekit.conformance.p1.cases import ScenarioCase
+from resumekit.conformance.p1.origin import Origin, create_origin
+from resumekit.conformance.p1.watch import RootWatch, end_tools
+from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss
+from resumekit.conformance.results import Mismatch, Outcome
+from resumekit.conformance.runner import result_for
+
+KILL_MODEL = PROCESS_CRASH
+NO_CRASH_MODEL = NONE_SCRIPTED
+SCENARIO_BUDGET = 120.0  # seconds of real time a scenario may take before the kit calls it hung
+DECOY_FILES = {"keep.txt": "precious\n", "deep/also.txt": "precious too\n"}
+
+
+class Unreached(Exception):
+    """The worker went idle without reaching its armed failpoint: a crash loop has visited every point."""
+
+
+@dataclass
+class World:
+    """Everything the kit made for one scenario, and what it has seen so far."""
+
+    root: Path
+    workspace_root: Path
+    state_dir: Path
+    decoy: Path
+    origins: dict[str, Origin]
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # template name -> task as issued
+    snapshots: list[evidence.Snapshot] = field(default_factory=list)
+    moment_problems: list[Mismatch] = field(default_factory=list)
+    start_listing: dict[str, list[str]] = field(default_factory=dict)  # worker name -> root listing at start
+    first_seen: set[str] = field(default_factory=set)
+    kill_armed: set[str] = field(default_factory=set)
+    killed_at: list[str] = field(default_factory=list)
+    kill_current: Callable[[], None] | None = None  # kills the running worker through the process guard
+    kill_event: threading.Event = field(default_factory=threading.Event)
+    changed_at: int = 0  # the control plane's log length at the kit's last change of the world
+    layer: PowerLayer | None = None  # the power-loss layer over state_dir, under power loss
+    exports: int = 0
+    kills: int = 0  # soak rounds that killed the worker
+    swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
+    blocked_at: list[str] = field(default_factory=list)  # every failpoint a worker blocked at, in order
+    until_unreached: bool = False  # a campaign run: a worker idle before its armed point ends the loop
+    budget: float = SCENARIO_BUDGET  # seconds of real time the run may take (a soak's own budget)
+    tool_flag: Path | None = None  # while this file exists the kit's tool may run (p1.tools); set once one did
+    held: list[LineProcess] = field(default_factory=list)  # killed adapters whose trees end with the scenario
+    watch_next: bool = False  # a worker running the tool was killed: the next one's first request starts the watch
+    watch_for: str | None = None  # the worker whose first request starts the WRK-5 watch
+    watch: RootWatch | None = None
+    tool_writes: dict[str, int] = field(default_factory=dict)  # the tool's writes found just after the kill
+    # worker name -> (workspace root, state directory), for a scenario's second worker (its own pair)
+    homes: dict[str, tuple[Path, Path]] = field(default_factory=dict)
+    second_snapshots: list[evidence.Snapshot] = field(default_factory=list)
+
+    @property
+    def kill_model(self) -> str:
+        """The fault model a kill in this world is: a power cut under power loss, a process crash otherwise."""
+        return POWER_LOSS_MODEL if self.layer is not None else KILL_MODEL
+
+    def durable_journal(self) -> list[evidence.Row]:
+        """The journal as a power cut now would leave it (EVID-3 read of the durable view)."""
+        assert self.layer is not None
+        self.exports += 1
+        target = self.root / f"durable-{self.exports}"
+        try:
+            self.layer.export(target)
+            return evidence.read_journal(target)
+        finally:
+            _files.remove(target)
+
+    def home(self, worker: str | None) -> tuple[Path, Path]:
+        """The workspace root and state directory of the worker behind a base-URL name."""
+        return self.homes.get(worker or "", (self.workspace_root, self.state_dir))
+
+
+def task_from(
+    template: Mapping[str, Any], origins: Mapping[str, Origin], repositories: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The task the kit issues from a scenario's task template, based on its origin's base commit."""
+    origin = origins[template["repository"]]
+    return {
+        "task_id": template["task_id"],
+        "attempt": 1,
+        "execution_digest": template["execution_digest"],
+        "job_id": template["job_id"],
+        "repository": template["repository"],
+        "base_oid": origin.base_oid,
+        "expected_branch_oid": origin.base_oid,
+        "target_branch": template.get("target_branch", repositories[template["repository"]]["branch"]),
+        "generation": template["generation"],
+        "kind": template["kind"],
+        "payload": dict(template.get("payload", {})),
+    }
+
+
+@contextlib.contextmanager
+def open_world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[World]:
+    """Make the scenario's world in a scratch directory, and remove all of it (and the tools left) after."""
+    root = _files.scratch("p1")
+    layer = None
+    try:
+        workspace_root, state_dir, decoy = root / "workspaces", root / "state", root / "decoy"
+        workspace_root.mkdir()
+        if power is None:
+            state_dir.mkdir()
+        else:
+            layer = PowerLayer(root / "state-backing", state_dir, power.sync_delay)
+            _mount(case, layer)
+        _make_decoys(decoy, workspace_root)
+        world = World(root, workspace_root, state_dir, decoy, _origins(case, root), layer=layer)
+        try:
+            yield world
+        finally:
+            end_tools(world)
+    finally:
+        if layer is not None:
+            layer.stop()
+        _files.remove(root)
+
+
+def _mount(case: ScenarioCase, layer: PowerLayer) -> None:
+    try:
+        layer.start()
+    except LayerError as error:
+        raise Abort(
+            result_for(
+                case,
+                Outcome.ERRORED,
+                message=f"cannot mount the power layer: {error}",
+                fault_model=POWER_LOSS_MODEL,
+            )
+        ) from None
+
+
+def _make_decoys(decoy: Path, workspace_root: Path) -> None:
+    # Two decoys outside the root: one elsewhere, and a sibling whose name has the root's as a prefix,
+    # which a boundary check by string prefix takes for the inside (CLEAN-3).
+    for tree in (decoy, _sibling(workspace_root)):
+        for name, text in DECOY_FILES.items():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_text(text, encoding="utf-8")
+
+
+def _origins(case: ScenarioCase, root: Path) -> dict[str, Origin]:
+    origins = {}
+    for index, (repository, spec) in enumerate(sorted(case.repositories.items())):
+        origins[repository] = create_origin(
+            root / f"origin-{index}",
+            spec["files"],
+            branch=spec["branch"],
+            branches=spec.get("branches", ()),
+            later=spec.get("later"),
+        )
+    return origins
+
+
+def _torn_length(size: int, at: int | None) -> int:
+    """How many bytes of a cache of ``size`` bytes a tear at ``at`` keeps: always fewer than ``size``."""
+    if at is None:
+        return max(1, size // 2) if size > 1 else 0
+    kept = at if at >= 0 else size + at
+    return min(max(kept, 0), max(size - 1, 0))
+
+
+def damage_cache(world: World, task_id: str, how: str, at: int | None = None, sweep: bool = False) -> None:
+    """Damage a task's cache as *how* names (CACHE-4); a sweep's tear at or past the cache's length is Unreached."""
+    tasks = world.state_dir / "tasks"
+    path = tasks / f"{task_id}.json"
+    tasks.mkdir(exist_ok=True)
+    status, current = evidence.read_cache(world.state_dir, task_id)
+    cache: dict[str, Any] = (
+        dict(current) if status == "ok" and isinstance(current, dict) else {"cache_version": 1, "task_id": task_id}
+    )
+    # A forged later phase: a worker that believes it skips a submission or a push the journal still owes.
+    ahead = dict(cache, phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
+    if how == "missing":
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    elif how == "torn":
+        data = path.read_bytes() if path.exists() else b'{"cache_version": 1, "phase": "claimed"}'
+        if sweep and at is not None and at >= len(data):
+            raise Unreached  # a tear sweep has visited every length short of the whole cache
+        path.write_bytes(data[: _torn_length(len(data), at)])
+    elif how == "garbage":
+        path.write_bytes(b"\x00\xffnot json at all")
+    elif how == "wrong_shape":
+        # JSON, but not the CACHE-1 shape: most columns missing, the phase ahead of the journal.
+        path.write_bytes(canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
+    elif how == "stale":
+        cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
+        path.write_bytes(canonical_json(cache))
+    elif how == "newer":
+        path.write_bytes(canonical_json(ahead))
+    elif how == "stray_tmp":
+        (tasks / f".{task_id}.json.tmp").write_bytes(b'{"cache_version": 1, "phase": "result_submitted"')
+    elif how == "stray_tmp_newer":
+        # A whole, well-formed temporary that was never renamed: a worker never reads it as a cache (CACHE-4).
+        (tasks / f".{task_id}.json.tmp").write_bytes(canonical_json(ahead))
+    if world.layer is not None:
+        # The kit's own damage is durable at once: a later power cut must not quietly repair it.
+        for entry in tasks.iterdir():
+            _files.sync_path(entry)
+        _files.sync_path(tasks)
+
+
+def plant(world: World, spec: Mapping[str, Any]) -> None:
+    """Put an entry in the workspace root as a worker that died would leave it, or a link out of the root."""
+    target = world.workspace_root / spec["name"]
+    if spec.get("link_to_decoy"):
+        os.symlink(world.decoy, target, target_is_directory=True)
+        return
+    if spec.get("link_to_sibling"):
+        os.symlink(_sibling(world.workspace_root), target, target_is_directory=True)
+        return
+    (target / "src").mkdir(parents=True, exist_ok=True)
+    (target / "src" / "left-over.txt").write_text("from a worker that died\n", encoding="utf-8")
+    if spec.get("link_inside_to_decoy"):
+        os.symlink(world.decoy, target / "escape", target_is_directory=True)
+    if spec.get("nested_links"):
+        _nested_links(world, target)
+    if spec.get("read_only"):
+        _read_only(target)
+
+
+def _sibling(workspace_root: Path) -> Path:
+    return workspace_root.with_name(workspace_root.name + "-evil")
+
+
+def decoy_digest(world: World) -> str:
+    """The checksum of both decoy trees outside the root."""
+    return evidence.tree_digest(world.decoy) + evidence.tree_digest(_sibling(world.workspace_root))
+
+
+def _read_only(target: Path) -> None:
+    # The files and the directory holding them lose their write bits (a root user deletes them anyway).
+    for path in (target / "src" / "left-over.txt", target / "src"):
+        os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _nested_links(world: World, target: Path) -> None:
+    deep = target / "a" / "b"
+    deep.mkdir(parents=True, exist_ok=True)
+    os.symlink(world.decoy, deep / "escape", target_is_directory=True)  # a link to a tree outside
+    os.symlink(world.decoy / "keep.txt", deep / "file-escape")  # a link to a file outside
+    os.symlink(target, deep / "loop", target_is_directory=True)  # a link back up: a walk that follows never ends
+    os.symlink(deep / "escape", target / "a" / "hop", target_is_directory=True)  # a link to a link
+
+
+def link_workspaces(world: World) -> None:
+    """Put a link to the decoy inside every workspace a killed worker left (CLEAN-4, CLEAN-5)."""
+    for name in evidence.listing(world.workspace_root):
+        path = world.workspace_root / name
+        if name.startswith("task-") and path.is_dir() and not path.is_symlink():
+            os.symlink(world.decoy, path / "escape", target_is_directory=True)
+
+
+def swap_for_link(world: World, name: str) -> None:
+    """While the worker waits at cleanup_before_remove, swap the checked directory for a link (CLEAN-4)."""
+    target = world.workspace_root / name
+    moved = world.root / "moved-out"
+    moved.mkdir(exist_ok=True)
+    os.replace(target, moved / name)
+    os.symlink(world.decoy, target, target_is_directory=True)
+    world.swapped.add(name)
+
+
+def tamper(world: World) -> None:
+    """Write a file of the kit's into every workspace a worker left: it must never reach a result."""
+    for name in evidence.listing(world.workspace_root):
+        path = world.workspace_root / name
+        if name.startswith("task-") and path.is_dir() and not path.is_symlink():
+            (path / "tampered-by-the-kit.txt").write_text("must never reach a result\n", encoding="utf-8")

@@ -1,0 +1,318 @@
+"""The ledger-fault cases: write a ledger through the implementation, damage its bytes, then read.
+
+The damage itself is ``ledger_damage``'s (pure bytes in, bytes out); here the kit leaves each damaged
+ledger in the workspace, reopens the store, appends where the case says so, reads, and judges the
+answer against every reading the case accepts (STORE-3 to STORE-10).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from resumekit.conformance import _files
+from resumekit.conformance.adapters import is_integer
+from resumekit.conformance.canonical import same_json
+from resumekit.conformance.fault_models import Abort
+from resumekit.conformance.phase0 import ledger_damage
+from resumekit.conformance.phase0.cases import LedgerFaultCase
+from resumekit.conformance.phase0.session import Factory, Session, ids, same_events, scratch_folder
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.runner import errored, result_for
+
+# The fault model a ledger-fault result names: no process is killed, the kit writes the damage.
+LEDGER_FAULT_MODEL = "damaged ledger bytes written by the kit"
+
+
+def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, bytes | None]]:
+    """(label, the ledger bytes to leave) for each damage the case names; None removes the file."""
+    kind = case.fault["kind"]
+    if kind == "tear-last-row":
+        for kept, damaged in ledger_damage.tear_last_row(original):
+            yield f"last row cut after {kept} byte(s)", damaged
+    elif kind == "tail":
+        tail = case.fault["tail"]
+        yield f"last row replaced by the {tail} tail", ledger_damage.replace_tail(original, tail)
+    elif kind == "no-ledger":
+        yield "no ledger file", None
+    elif kind == "append-other-run":
+        yield "the ledger as written, then an event of another run appended", original
+    else:
+        how, row = case.fault["damage"], case.fault["row"]
+        damaged = ledger_damage.damage_row(original, row, how)
+        if case.fault.get("thenTear"):
+            damaged += ledger_damage.rows(original)[-1][: len(ledger_damage.rows(original)[-1]) // 2]
+        yield f"row {row} damaged ({how})", damaged
+
+
+def expected_torn_tail(ledger: bytes) -> dict[str, int] | None:
+    """The ``tornTail`` a read of *ledger* reports: the bytes after its last line feed (STORE-3, STORE-4)."""
+    committed = ledger.rfind(b"\n") + 1
+    return None if committed == len(ledger) else {"offset": committed, "length": len(ledger) - committed}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Observed:
+    """What the implementation did with one damaged ledger: the facts every reading is judged on."""
+
+    label: str
+    damaged: bytes  # the ledger the kit left (empty when it removed the file)
+    read: Mapping[str, Any]
+    changes: list[str]  # workspace changes from just after open to the end, when nothing was appended
+    appended: Mapping[str, Any] | None = None  # the event the kit appended, if it appended
+    refused: bool = False  # the append was answered with an error
+    after_append: bytes | None = None  # the ledger bytes after the append (None: no file)
+
+
+def _ledger_events(case: LedgerFaultCase) -> list[Mapping[str, Any]]:
+    """The events the damaged ledger's rows hold: the case's, with a row moved to another run if so damaged."""
+    events: list[Mapping[str, Any]] = list(case.events)
+    field = ledger_damage.REHOMED.get(case.fault.get("damage", ""))
+    if field is not None:
+        row = case.fault["row"] - 1
+        events[row] = ledger_damage.rehome(events[row], field)
+    return events
+
+
+def _expected_rows(case: LedgerFaultCase, expect: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    events = _ledger_events(case)
+    if "rows" in expect:
+        return [events[row - 1] for row in expect["rows"]]
+    return events[: expect["committedRows"]]
+
+
+def _judge_read(
+    case: LedgerFaultCase, expect: Mapping[str, Any], read: Mapping[str, Any], label: str, ledger: bytes,
+    appended: Mapping[str, Any] | None = None,
+) -> list[Mismatch]:
+    """The read against one reading: corrupt at its line, or these rows (and the appended one) and this tail."""
+    if expect["status"] == "corrupt":
+        line = read.get("line")
+        if read.get("status") != "corrupt" or not is_integer(line) or line != expect["line"]:
+            answered = {"status": read.get("status"), "line": read.get("line"), "events": ids(read.get("events", []))}
+            return [Mismatch(f"/read ({label})", {"status": "corrupt", "line": expect["line"]}, answered, "STORE-5")]
+        return []
+    committed = [*_expected_rows(case, expect), *([appended] if appended is not None else [])]
+    if read.get("status") != "ok" or not same_events(committed, read.get("events")):
+        got = read if read.get("status") != "ok" else ids(read.get("events"))
+        return [Mismatch(f"/read ({label})", [e["id"] for e in committed], got, "STORE-4")]
+    torn = None if "tornTail" in expect else expected_torn_tail(ledger)
+    if not same_json(read.get("tornTail"), torn):
+        return [
+            Mismatch(
+                f"/read/tornTail ({label})",
+                torn,
+                read.get("tornTail"),
+                "STORE-4",
+                "the torn tail is the bytes after the last line feed: its offset is the committed length"
+                if torn is not None
+                else "this reading counts the unterminated bytes as a row, so no torn tail remains",
+            )
+        ]
+    return []
+
+
+def _judge(case: LedgerFaultCase, expect: Mapping[str, Any], seen: _Observed) -> list[Mismatch]:
+    """Every way *seen* departs from the reading *expect* (pure)."""
+    mismatches: list[Mismatch] = []
+    if seen.appended is None:
+        mismatches += _judge_read(case, expect, seen.read, seen.label, seen.damaged)
+        if seen.changes:
+            mismatches.append(
+                Mismatch(
+                    f"/workspace ({seen.label})", "unchanged", seen.changes, "STORE-6", "a read changed the workspace"
+                )
+            )
+        return mismatches
+    if expect.get("append", "accepted") == "refused":
+        clause = "STORE-10" if case.fault["kind"] == "append-other-run" else "STORE-9"
+        if not seen.refused:
+            mismatches.append(
+                Mismatch(f"/append ({seen.label})", "refused", "accepted", clause, "the append must refuse")
+            )
+        elif seen.after_append != seen.damaged:
+            mismatches.append(
+                Mismatch(
+                    f"/ledger ({seen.label})", "every byte left", "changed", clause, "a refused append changed bytes"
+                )
+            )
+        return mismatches + _judge_read(case, expect, seen.read, seen.label, seen.damaged)
+    if seen.refused:
+        return [Mismatch(f"/append ({seen.label})", "accepted", "refused", "STORE-7", "the append must succeed")]
+    after = seen.after_append if seen.after_append is not None else b""
+    return _judge_read(case, expect, seen.read, f"{seen.label}, then one append", after, seen.appended)
+
+
+def _noted(mismatch: Mismatch, note: str) -> Mismatch:
+    return dataclasses.replace(mismatch, note=f"{note}: {mismatch.note}" if mismatch.note else note)
+
+
+def _reading_name(expect: Mapping[str, Any], profile: str) -> str:
+    return str(expect.get("reading", profile))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Findings:
+    """What every damaged ledger of one case came to: the mismatches, the readings met, how many were checked."""
+
+    mismatches: tuple[Mismatch, ...]
+    met: tuple[str, ...]  # the names of the readings met, in the order first met
+    checked: int
+
+
+def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> CaseResult:
+    """Write the ledger through the implementation, damage its bytes, and judge what it then reports.
+
+    A case may accept several readings (core alternatives, docs/spec/phase0.md section 9): each damaged
+    ledger passes when it meets any one, and the result names the readings met.
+    """
+    session = Session(case, factory, profile)
+    readings = case.readings_for(profile)
+    try:
+        with scratch_folder("ledger", session) as scratch:
+            workspace = scratch / "workspace"
+            workspace.mkdir()
+            path, original = _write_ledger(session, case, workspace)
+            session.start()
+            findings = _check_damages(session, case, readings, profile, workspace, path, original)
+            return _verdict(session, case, readings, profile, findings)
+    except Abort as abort:
+        return abort.result
+    finally:
+        session.close()
+
+
+def _write_ledger(session: Session, case: LedgerFaultCase, workspace: Path) -> tuple[Path, bytes]:
+    """Append the case's events through the implementation, stop it, and return its ledger file and bytes."""
+    session.start()
+    session.open(workspace)
+    for event in case.events:
+        session.ask("phase0.store.append", event=event)
+    located = session.ask("phase0.ledger.locate").get("path")
+    session.close()
+    try:  # the kit touches only files inside the workspace it made
+        path = _files.inside(workspace, located)
+        original = _files.read_bytes(workspace, path)
+    except _files.Refused as error:
+        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    parsed = ledger_damage.rows(original)
+    if len(parsed) != len(case.events) or not original.endswith(b"\n"):
+        raise Abort(
+            session.fail(
+                f"the ledger file has {len(parsed)} line(s) for {len(case.events)} appended rows: "
+                "it is not the JSON Lines file that phase0.ledger-file promises"
+            )
+        )
+    return path, original
+
+
+def _check_damages(
+    session: Session,
+    case: LedgerFaultCase,
+    readings: Sequence[Mapping[str, Any]],
+    profile: str,
+    workspace: Path,
+    path: Path,
+    original: bytes,
+) -> _Findings:
+    """Leave each damaged ledger the case names, observe the implementation, and judge it against the readings."""
+    mismatches: list[Mismatch] = []
+    met: list[str] = []
+    checked = 0
+    for label, damaged in _variants(case, original):
+        seen = _observe(case, session, workspace, path, label, damaged)
+        found, name = _judge_readings(case, readings, profile, seen)
+        mismatches += found
+        if name is not None and name not in met:
+            met.append(name)
+        checked += 1
+    return _Findings(tuple(mismatches), tuple(met), checked)
+
+
+def _judge_readings(
+    case: LedgerFaultCase, readings: Sequence[Mapping[str, Any]], profile: str, seen: _Observed
+) -> tuple[list[Mismatch], str | None]:
+    """*seen* against every reading: no mismatches and the first reading met, or each reading's mismatches."""
+    judged = [(expect, _judge(case, expect, seen)) for expect in readings]
+    passing = [expect for expect, found in judged if not found]
+    if passing:
+        return [], _reading_name(passing[0], profile)
+    if len(judged) == 1:
+        return judged[0][1], None
+    mismatches: list[Mismatch] = []
+    for expect, found in judged:
+        note = f"not the {_reading_name(expect, profile)!r} reading"
+        mismatches += [_noted(m, note) for m in found]
+    return mismatches, None
+
+
+def _verdict(
+    session: Session, case: LedgerFaultCase, readings: Sequence[Mapping[str, Any]], profile: str, findings: _Findings
+) -> CaseResult:
+    """The case's result: the first five mismatches, or a pass naming the readings met where several are accepted."""
+    expectation = case.expectation_profile(profile)
+    mismatches, checked = findings.mismatches, findings.checked
+    if mismatches:
+        shown = mismatches[:5]
+        more = f" (showing 5 of {len(mismatches)})" if len(mismatches) > 5 else ""
+        failed = session.fail(
+            f"{len(mismatches)} mismatch(es) in {checked} damaged ledger(s){more}"
+            + (f"; the readings accepted: {', '.join(_reading_name(e, profile) for e in readings)}"
+               if len(readings) > 1 else ""),
+            *shown,
+        )
+        return dataclasses.replace(failed, expectation=expectation)
+    alternatives = f"; reading matched: {', '.join(findings.met)}" if len(readings) > 1 else ""
+    return dataclasses.replace(
+        result_for(
+            case,
+            Outcome.PASSED,
+            fault_model=LEDGER_FAULT_MODEL,
+            message=f"{checked} damaged ledger(s) checked{alternatives}",
+            expectation=expectation,
+        ),
+        readings=findings.met if len(readings) > 1 else (),
+    )
+
+
+def _observe(
+    case: LedgerFaultCase, session: Session, workspace: Path, path: Path, label: str, damaged: bytes | None
+) -> _Observed:
+    """Leave *damaged* as the ledger, reopen the store, append if the case says so, and read."""
+    try:
+        if damaged is None:
+            _files.remove_file(workspace, path)
+        elif not path.exists():
+            raise _files.Refused(f"{str(path)!r} is gone")
+        else:
+            _files.write_bytes(workspace, path, damaged)
+    except _files.Refused as error:
+        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    session.open(workspace)
+    left = damaged if damaged is not None else b""
+    appends = case.fault.get("appendAfter") or case.fault["kind"] == "append-other-run"
+    if not appends:
+        before = _files.snapshot(workspace, settle=True)  # only a read must leave the files as they are
+        read = session.read()
+        changes = _files.describe_changes(before, _files.snapshot(workspace))
+        return _Observed(label, left, read, changes)
+    last = case.events[-1]
+    extra = dict(last, id=f"{last['id']}-again")
+    if case.fault["kind"] == "append-other-run":
+        extra = ledger_damage.rehome(extra, "runId")
+    assert session.adapter is not None
+    reply = session.adapter.request("phase0.store.append", event=extra)
+    refused = reply.outcome == "errored" and bool(reply.context.get("caught"))
+    if reply.outcome != "result" and not refused:
+        raise Abort(dataclasses.replace(errored(case, reply, "phase0.store.append"), fault_model=session.model))
+    try:
+        after = _files.read_bytes(workspace, path) if path.exists() else None
+    except _files.Refused as error:
+        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    read = session.read()
+    return _Observed(label, left, read, [], appended=extra, refused=refused, after_append=after)
+
+
+__all__ = ["LEDGER_FAULT_MODEL", "expected_torn_tail", "run_ledger_fault"]

@@ -1,0 +1,324 @@
+"""The seeded random crash schedule: kill the writer at random moments while it appends.
+
+Every acknowledged row must survive every kill (CRASH-1), and a row in flight at the kill either
+landed or never will. Under power loss every kill is followed by a power cut in a mode drawn from
+the stream's generator, and each acknowledgement is checked against the ledger's durable view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from resumekit.conformance._process import wait_pid_gone
+from resumekit.conformance.fault_models import POWER_LOSS, PROCESS_CRASH, Abort
+from resumekit.conformance.phase0 import plan_checks
+from resumekit.conformance.phase0.cases import ScheduleCase
+from resumekit.conformance.phase0.session import (
+    Factory,
+    Session,
+    ids,
+    kill_if_running,
+    make_workspace,
+    same_events,
+    scratch_folder,
+)
+from resumekit.conformance.powerloss import PowerLoss
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.runner import result_for
+
+KillProgress = Callable[[int, int], object]  # told (kills done, kills in all) as the schedule goes
+
+
+# The schedule's kills are dealt to this many streams, each with a ledger of its own and a random
+# generator seeded from the run's seed and its number: the same seed makes the same kills whatever
+# --jobs is, and with --jobs the streams run side by side.
+STREAMS = 4
+
+
+@dataclasses.dataclass
+class _Tally:
+    """What the streams of one schedule saw, for the case's message."""
+
+    kills: int = 0
+    in_flight: int = 0  # kills that came before the last append was acknowledged
+    landed: int = 0  # of those, the rows that were on disk anyway
+    rows: int = 0  # in the final ledgers
+    cut_notes: list[str] = dataclasses.field(default_factory=list)  # under power loss: each cut's mode
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+
+def stream_kills(kills: int, streams: int = STREAMS) -> list[int]:
+    """The kills of each stream: *kills* dealt as evenly as possible, at least one stream."""
+    count = max(1, min(streams, kills))
+    return [kills // count + (1 if number < kills % count else 0) for number in range(count)]
+
+
+def run_schedule(
+    case: ScheduleCase,
+    factory: Factory,
+    profile: str,
+    *,
+    seed: int,
+    kills: int,
+    replay: str,
+    on_kill: KillProgress | None = None,
+    jobs: int = 1,
+    power: PowerLoss | None = None,
+) -> CaseResult:
+    """Kill the writer at seeded random moments while it appends; every acknowledged row must survive.
+
+    Under power loss every kill is followed by a cut in a mode drawn from the stream's generator.
+
+    The kills are dealt to up to ``STREAMS`` streams (``stream_kills``), each a writer and a ledger of
+    its own, run on up to *jobs* threads. The first stream that fails, in stream order, is the result.
+    """
+    shares = stream_kills(kills)
+    tally = _Tally()
+
+    def killed() -> None:
+        with tally.lock:
+            tally.kills += 1
+            done = tally.kills
+        if on_kill is not None:
+            on_kill(done, kills)
+
+    def stream(number: int) -> CaseResult | None:
+        rng = random.Random(f"{seed}/{number}")
+        return _run_stream(case, factory, profile, rng=rng, kills=shares[number], replay=replay,
+                           on_kill=killed, tally=tally, power=power)  # fmt: skip
+
+    if on_kill is not None:
+        on_kill(0, kills)
+    outcomes = _run_streams(stream, len(shares), jobs)
+    for number, outcome in enumerate(outcomes):
+        if outcome is not None:
+            prefix = f"stream {number + 1} of {len(shares)} (its own ledger): " if len(shares) > 1 else ""
+            return dataclasses.replace(outcome, message=prefix + (outcome.message or ""))
+    ledgers = f" over {len(shares)} ledgers" if len(shares) > 1 else ""
+    cuts = f" and power cuts ({_cut_counts(tally.cut_notes)})" if power is not None else ""
+    return result_for(
+        case,
+        Outcome.PASSED,
+        fault_model=PROCESS_CRASH if power is None else POWER_LOSS,
+        replay=replay,
+        message=(
+            f"{kills} kills{ledgers}{cuts}, {tally.in_flight} of them before the last append was acknowledged "
+            f"({tally.landed} of those rows had landed anyway); "
+            f"the final ledgers hold {tally.rows} rows, every acknowledged one among them"
+        ),
+    )
+
+
+_StreamRun = Callable[[int], CaseResult | None]  # runs stream *number*: its failed result, or None
+
+
+def _run_streams(stream: _StreamRun, count: int, jobs: int) -> list[CaseResult | None]:
+    """The outcome of each of *count* streams; one at a time, the streams after the first failure are not run."""
+    outcomes: list[CaseResult | None] = [None] * count
+    if jobs <= 1 or count == 1:
+        for number in range(count):
+            outcomes[number] = stream(number)
+            if outcomes[number] is not None:
+                break
+        return outcomes
+    pending = list(range(count))
+    taken = threading.Lock()
+    raised: list[BaseException] = []
+
+    def work() -> None:
+        while True:
+            with taken:
+                if not pending or raised:
+                    return
+                number = pending.pop(0)
+            try:
+                outcomes[number] = stream(number)
+            except BaseException as error:  # a bug of the kit's: the caller raises it, as with one job
+                with taken:
+                    raised.append(error)
+                return
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(min(jobs, count))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if raised:
+        raise raised[0]
+    return outcomes
+
+
+def _run_stream(
+    case: ScheduleCase,
+    factory: Factory,
+    profile: str,
+    *,
+    rng: random.Random,
+    kills: int,
+    replay: str,
+    on_kill: Callable[[], object],
+    tally: _Tally,
+    power: PowerLoss | None = None,
+) -> CaseResult | None:
+    """One stream of the schedule: *kills* kills of one writer of one ledger; None when it held."""
+    session = Session(case, factory, profile, power)
+    writer = _Writer(session, case.template, replay)
+    try:
+        with scratch_folder("schedule", session) as scratch:
+            workspace = make_workspace(scratch, session)
+            for cycle in range(kills):
+                marker = scratch / f"finally-{cycle}.marker"
+                writer.reopen(workspace, cycle)
+                pid = session.arm(marker)
+                appends = rng.randint(0, 6)
+                # A fraction of a typical append's round trip: most kills land inside the last append
+                # (before its write, between write and sync, before the acknowledgement), some after.
+                fraction = rng.uniform(0.0, 1.5)
+                writer.append(appends)
+                writer.kill_in_append(pid, fraction)
+                if power is not None:
+                    session.power_cut(seed=rng.randrange(2**32), mode=rng.choice(power.modes))
+                if marker.exists():
+                    raise Abort(
+                        session.fail(
+                            "the finally marker was written after a kill",
+                            Mismatch("/marker", "absent", "present", "CRASH-2"),
+                            replay=replay,
+                        )
+                    )
+                on_kill()
+            rows = writer.final_rows(workspace, profile)
+            with tally.lock:
+                tally.in_flight += writer.in_flight_kills
+                tally.landed += writer.landed_unacknowledged
+                tally.rows += rows
+                tally.cut_notes.extend(session.cut_notes)
+            return None
+    except Abort as abort:
+        return abort.result
+    finally:
+        session.close()
+
+
+@dataclasses.dataclass
+class _Writer:
+    """One stream's writer and what it was sent and told: the state each kill hands to the next reopening."""
+
+    session: Session
+    template: Mapping[str, Any]
+    replay: str
+    sent: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    acknowledged: int = 0
+    latencies: list[float] = dataclasses.field(default_factory=list)  # seconds from an append to its acknowledgement
+    in_flight_kills: int = 0
+    landed_unacknowledged: int = 0
+
+    def reopen(self, workspace: Path, cycle: int) -> None:
+        """Start and open the store after kill *cycle*; its ledger must be an acknowledged prefix of what was sent."""
+        session = self.session
+        session.start()
+        session.open(workspace)
+        read = session.read()
+        events = read.get("events") if read.get("status") == "ok" else None
+        if (
+            events is None
+            or not (self.acknowledged <= len(events) <= len(self.sent))
+            or not same_events(self.sent[: len(events)], events)
+        ):
+            raise Abort(
+                session.fail(
+                    f"after kill {cycle} the reopened ledger is not an acknowledged prefix of what was sent",
+                    Mismatch(
+                        "/read/events",
+                        f"the first {self.acknowledged} to {len(self.sent)} rows sent",
+                        ids(events) if events is not None else read,
+                        "CRASH-1",
+                    ),
+                    replay=self.replay,
+                )
+            )
+        if len(events) > self.acknowledged:
+            self.landed_unacknowledged += 1
+        del self.sent[len(events) :]  # the row in flight at the kill either landed or never will
+        self.acknowledged = len(self.sent)
+
+    def append(self, count: int) -> None:
+        """Append *count* rows, each acknowledged (and, under power loss, durable) before the next."""
+        for _ in range(count):
+            event = _stream_event(self.template, len(self.sent))
+            self.sent.append(event)
+            began = time.perf_counter()
+            self.session.ask("phase0.store.append", event=event)
+            self.latencies.append(time.perf_counter() - began)
+            self.acknowledged = len(self.sent)
+            self.session.acknowledged(self.acknowledged, replay=self.replay)
+
+    def kill_in_append(self, pid: int, fraction: float) -> None:
+        """Send one more append and kill *pid* *fraction* of a typical append's round trip after sending it."""
+        session = self.session
+        assert session.adapter is not None and session.adapter.process is not None
+        typical = statistics.median(self.latencies[-50:]) if self.latencies else 0.002
+        event = _stream_event(self.template, len(self.sent))
+        self.sent.append(event)
+        timer = threading.Timer(fraction * typical, kill_if_running, args=(session.adapter.process, pid, session.layer))
+        timer.start()
+        reply = session.adapter.request("phase0.store.append", event=event)
+        timer.join()
+        acked_in_flight = reply.outcome == "result"
+        if acked_in_flight:
+            self.acknowledged = len(self.sent)
+        else:
+            self.in_flight_kills += 1
+        session.adapter.kill()
+        if not wait_pid_gone(pid, timeout=10.0):
+            raise Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=self.replay))
+        if acked_in_flight and session.layer is not None:
+            # The process is dead; the layer still answers what a cut would leave.
+            session.acknowledged(self.acknowledged, replay=self.replay, locate=False)
+        session.adapter = None
+
+    def final_rows(self, workspace: Path, profile: str) -> int:
+        """Reopen once more and count the final ledger's rows: every acknowledged one kept, and two plans alike."""
+        session = self.session
+        session.start()
+        session.open(workspace)
+        read = session.read()
+        events = read.get("events") if read.get("status") == "ok" else None
+        if events is None or len(events) < self.acknowledged or not same_events(self.sent[: len(events)], events):
+            raise Abort(
+                session.fail(
+                    "the final ledger lost acknowledged rows",
+                    Mismatch("/read/events", self.acknowledged, ids(events), "CRASH-1"),
+                    replay=self.replay,
+                )
+            )
+        plans = [session.ask("phase0.store.plan", profile=profile).get("plan") for _ in range(2)]
+        mismatches = plan_checks.compare_determinism(plans[0], plans[1])
+        if mismatches:
+            raise Abort(session.fail("two plans of the final ledger differ", *mismatches, replay=self.replay))
+        return len(events)
+
+
+def _stream_event(template: Mapping[str, Any], index: int) -> dict[str, Any]:
+    event = dict(template)
+    event["id"] = f"row-{index:05d}"
+    event["ts"] = template.get("ts", 0) + index
+    return event
+
+
+def _cut_counts(notes: Sequence[str]) -> str:
+    counted: dict[str, int] = {}
+    for note in notes:
+        mode = note.split(":", 1)[0]
+        counted[mode] = counted.get(mode, 0) + 1
+    return ", ".join(f"{count} {mode}" for mode, count in sorted(counted.items()))
+
+
+__all__ = ["STREAMS", "KillProgress", "run_schedule", "stream_kills"]

@@ -117,8 +117,12 @@ class GoldenFile(pytest.File):
         except FixtureError as error:
             raise self.CollectError(f"invalid resumekit fixture: {error}") from None
         state: _State = self.config.stash[_STATE]
+        kinds = self.config.getoption("resumekit_kind")
+        opt_in = contracts.opt_in_kinds()
         for case in cases:
-            if case.runs_in(state.profile):
+            # As `resumekit run --kind`: the opt-in kinds (campaigns of hundreds of runs) only when named.
+            wanted = case.kind in kinds if kinds else case.kind not in opt_in
+            if wanted and case.runs_in(state.profile):
                 yield GoldenItem.from_parent(self, name=case.id, case=case)
 
 

@@ -33,6 +33,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--resumekit-seed", type=int, default=None, help="seed of the random crash schedule (default: random)"
     )
     group.addoption("--resumekit-kills", type=int, default=200, help="kills in the random crash schedule (default 200)")
+    group.addoption(
+        "--resumekit-kind",
+        action="append",
+        default=None,
+        metavar="KIND",
+        help="collect only these kinds (repeatable); opt-in kinds such as the P1 campaigns only when named here",
+    )
 
 
 def _active(config: pytest.Config) -> bool:

@@ -105,3 +105,16 @@ def test_under_xdist_every_golden_item_runs_once_with_one_seed(run, tmp_path: Pa
     [schedule] = [case for case in cases if case.get("name") == "random-crash-schedule"]
     used = [prop.get("value") for prop in schedule.iter("property") if prop.get("name") == "seed"]
     assert used == [header.rsplit("seed ", 1)[1].strip()], (header, used)
+
+
+def test_a_p1_scenario_runs_through_a_process_adapter(run) -> None:  # type: ignore[no-untyped-def]
+    # Issue 21, item 1: the plugin had runners for the Phase 0 process kinds only, so P1 was always skipped.
+    result = run("--resumekit-adapter", "reference", "-k", "p1-capture-completes", "-rs")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_campaigns_are_collected_only_when_their_kind_is_named(run) -> None:  # type: ignore[no-untyped-def]
+    default = run("--resumekit-adapter", "reference", "--collect-only", "-q").stdout.str()
+    assert "p1-soak-20-tasks" not in default and "p1-capture-completes" in default
+    named = run("--resumekit-adapter", "reference", "--resumekit-kind", "p1-campaign", "--collect-only", "-q")
+    assert "p1-soak-20-tasks" in named.stdout.str() and "p1-capture-completes" not in named.stdout.str()

@@ -126,6 +126,13 @@ def test_a_core_only_implementation_is_certified_for_core_and_nowhere_for_strict
     assert properties["resumekit.certifiedProfile"] == "core (strict not claimed)"
 
 
+def test_profiles_on_the_module_narrow_the_claim_too(tmp_path: Path) -> None:
+    # Issue 21, item 5: a module-level `profiles = ("core",)` was silently ignored (46 strict failures).
+    code, out, _ = _cli("run", "-q", "--adapter", "python:tests.core_only_module:build_resume_plan")
+    assert code == EXIT_CERTIFIED, out
+    assert "CERTIFIED: core (strict not claimed)" in out
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [("--kills", "-5", "negative"), ("--timeout", "0", "positive"), ("--timeout", "soon", "not a number")],

@@ -86,8 +86,9 @@ def load_python(spec: str) -> PythonAdapter:
     if not callable(function):
         raise AdapterStartError(f"{spec!r} is neither callable nor has a callable 'build_resume_plan'")
     version = str(getattr(module, "__version__", getattr(target, "version", "")))
-    # An attribute `profiles` (say ("core",)) narrows what it claims; by default both profiles.
-    profiles = getattr(target, "profiles", ("core", "strict"))
+    # An attribute `profiles` (say ("core",)) of the attribute, or else of its module, narrows what it claims;
+    # by default both profiles.
+    profiles = getattr(target, "profiles", getattr(module, "profiles", ("core", "strict")))
     if (
         not isinstance(profiles, (list, tuple))
         or "core" not in profiles

@@ -206,6 +206,18 @@ def test_an_extra_field_in_a_result_errors_the_case_by_default(tmp_path: Path) -
         assert "'cachedRows' was unexpected" in result["message"]
 
 
+def test_a_p1_reply_that_breaks_its_schema_errors_the_scenario(tmp_path: Path) -> None:
+    # Issue 19: the p1.* replies had schemas that no run checked, while the report said messages were.
+    adapter = python_command("-m", "tests.broken.adapters", "p1-wait-extra-field")
+    code, document, _ = resumekit(tmp_path, "--adapter", adapter, "--only", "p1-capture-completes")
+    assert code == 1
+    [result] = document["results"]
+    assert result["outcome"] == "errored", result
+    assert "'p1.worker.wait': the response breaks the protocol schema at /result" in result["message"], result
+    assert "'debug' was unexpected" in result["message"]
+    assert document["messagesValidated"] is True
+
+
 def test_an_extra_field_in_the_hello_stops_the_run_before_any_case(tmp_path: Path) -> None:
     adapter = python_command("-m", "tests.broken.adapters", "extra-hello-field")
     code, _, output = resumekit(tmp_path, "--adapter", adapter, "--only", "crash-p6")

@@ -26,6 +26,11 @@ RESULT_SCHEMAS = {
     "phase0.store.plan": "results/store-plan.json",
     "phase0.crash.arm": "results/crash-arm.json",
     "phase0.ledger.locate": "results/ledger-locate.json",
+    "p1.worker.start": "results/p1-worker-start.json",
+    "p1.worker.wait": "results/p1-worker-wait.json",
+    "p1.worker.continue": "results/p1-worker-continue.json",
+    "p1.worker.stop": "results/p1-worker-stop.json",
+    "p1.journal.settings": "results/p1-journal-settings.json",
 }
 
 CAPABILITIES = (

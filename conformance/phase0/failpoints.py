@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance.adapters import is_integer
@@ -18,7 +17,6 @@ from resumekit.conformance.cases import Event
 from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.phase0 import plan_checks
 from resumekit.conformance.phase0.cases import CrashCase
-from resumekit.conformance.phase0.decisions import plan_problem
 from resumekit.conformance.phase0.session import Factory, Session, ids, make_workspace, same_events, scratch_folder
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
@@ -88,7 +86,7 @@ def _reopen_and_plan(session: Session, case: CrashCase, workspace: Path, profile
                 ),
             )
         )
-    plans = [_plan(session, profile) for _ in range(2)]
+    plans = [session.plan(profile, len(case.events)) for _ in range(2)]
     changes = _files.describe_changes(before, _files.snapshot(workspace))
     mismatches = plan_checks.compare_determinism(plans[0], plans[1])
     if changes:
@@ -97,15 +95,6 @@ def _reopen_and_plan(session: Session, case: CrashCase, workspace: Path, profile
         )
     mismatches += plan_checks.compare_plan(case.events, case.expect, plans[0])
     return mismatches
-
-
-def _plan(session: Session, profile: str) -> Any:
-    """The plan ``phase0.store.plan`` gives; an answer that is no plan ends the case."""
-    answer = session.ask("phase0.store.plan", profile=profile)
-    problem = plan_problem(answer.get("plan")) if answer.get("status") == "ok" else f"status {answer.get('status')!r}"
-    if problem:
-        raise Abort(session.fail(f"phase0.store.plan gave no plan: {problem}"))
-    return answer["plan"]
 
 
 __all__ = ["run_crash"]

@@ -3,6 +3,12 @@
 The damage itself is ``ledger_damage``'s (pure bytes in, bytes out); here the kit leaves each damaged
 ledger in the workspace, reopens the store, appends where the case says so, reads, and judges the
 answer against every reading the case accepts (STORE-3 to STORE-10).
+
+A verdict needs the damage to reach what the store reads, so the kit checks that too (STORE-1): once
+per case a control (the file phase0.ledger.locate names, cut to all but its last row, must read as
+those rows), and for each damaged ledger that the file still holds the bytes the kit wrote once the
+store is open, just before the read or the append. A damage that left the bytes as they were errors
+the case.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ from resumekit.conformance.runner import errored, result_for
 
 # The fault model a ledger-fault result names: no process is killed, the kit writes the damage.
 LEDGER_FAULT_MODEL = "damaged ledger bytes written by the kit"
+# Checked on every case beside the clauses its fixture cites: the acknowledgements' row counts, the
+# control read and that each damage is in the file the store reads.
+ALWAYS_CHECKED = ("STORE-1",)
+# The one fault whose ledger is the one written, undamaged: its damage is the append of another run.
+_UNDAMAGED = "append-other-run"
 
 
 def _variants(case: LedgerFaultCase, original: bytes) -> Iterator[tuple[str, bytes | None]]:
@@ -63,6 +74,7 @@ class _Observed:
     changes: list[str]  # workspace changes from just after open to the end, when nothing was appended
     appended: Mapping[str, Any] | None = None  # the event the kit appended, if it appended
     refused: bool = False  # the append was answered with an error
+    rows: Any = None  # the rows an accepted append's acknowledgement counted
     after_append: bytes | None = None  # the ledger bytes after the append (None: no file)
 
 
@@ -142,7 +154,19 @@ def _judge(case: LedgerFaultCase, expect: Mapping[str, Any], seen: _Observed) ->
     if seen.refused:
         return [Mismatch(f"/append ({seen.label})", "accepted", "refused", "STORE-7", "the append must succeed")]
     after = seen.after_append if seen.after_append is not None else b""
-    return _judge_read(case, expect, seen.read, f"{seen.label}, then one append", after, seen.appended)
+    if expect["status"] == "ok":
+        rows = len(_expected_rows(case, expect)) + 1
+        if not is_integer(seen.rows) or seen.rows != rows:
+            mismatches.append(
+                Mismatch(
+                    f"/append/rows ({seen.label})",
+                    rows,
+                    seen.rows,
+                    "STORE-1",
+                    "the acknowledgement counts the committed rows the ledger then holds",
+                )
+            )
+    return mismatches + _judge_read(case, expect, seen.read, f"{seen.label}, then one append", after, seen.appended)
 
 
 def _noted(mismatch: Mismatch, note: str) -> Mismatch:
@@ -176,20 +200,34 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
             workspace.mkdir()
             path, original = _write_ledger(session, case, workspace)
             session.start()
+            _control(session, case, workspace, path, original)
             findings = _check_damages(session, case, readings, profile, workspace, path, original)
-            return _verdict(session, case, readings, profile, findings)
+            return _cited(_verdict(session, case, readings, profile, findings))
     except Abort as abort:
-        return abort.result
+        return _cited(abort.result)
     finally:
         session.close()
+
+
+def _cited(result: CaseResult) -> CaseResult:
+    """*result* citing, beside its fixture's clauses, the clauses every case checks (ALWAYS_CHECKED)."""
+    extra = tuple(clause for clause in ALWAYS_CHECKED if clause not in result.clauses)
+    return dataclasses.replace(result, clauses=result.clauses + extra)
 
 
 def _write_ledger(session: Session, case: LedgerFaultCase, workspace: Path) -> tuple[Path, bytes]:
     """Append the case's events through the implementation, stop it, and return its ledger file and bytes."""
     session.start()
     session.open(workspace)
-    for event in case.events:
-        session.ask("phase0.store.append", event=event)
+    for index, event in enumerate(case.events):
+        rows = session.ask("phase0.store.append", event=event).get("rows")
+        if not is_integer(rows) or rows != index + 1:
+            raise Abort(
+                session.fail(
+                    f"the acknowledgement of row {index + 1} counts {rows!r} row(s)",
+                    Mismatch(f"/append/{index}/rows", index + 1, rows, "STORE-1"),
+                )
+            )
     located = session.ask("phase0.ledger.locate").get("path")
     session.close()
     try:  # the kit touches only files inside the workspace it made
@@ -222,6 +260,13 @@ def _check_damages(
     met: list[str] = []
     checked = 0
     for label, damaged in _variants(case, original):
+        if damaged == original and case.fault["kind"] != _UNDAMAGED:
+            raise Abort(
+                session.errored(
+                    f"the damage {label!r} left the {len(original)} bytes of the ledger as they were: the case would "
+                    "judge an undamaged ledger"
+                )
+            )
         seen = _observe(case, session, workspace, path, label, damaged)
         found, name = _judge_readings(case, readings, profile, seen)
         mismatches += found
@@ -277,10 +322,33 @@ def _verdict(
     )
 
 
-def _observe(
-    case: LedgerFaultCase, session: Session, workspace: Path, path: Path, label: str, damaged: bytes | None
-) -> _Observed:
-    """Leave *damaged* as the ledger, reopen the store, append if the case says so, and read."""
+def _control(session: Session, case: LedgerFaultCase, workspace: Path, path: Path, original: bytes) -> None:
+    """Cut the named ledger to all but its last row and require a read of exactly those rows (STORE-1).
+
+    Without it a store that reads a file other than the one it names would pass every reading that an
+    undamaged ledger also meets, the damage never reaching the read.
+    """
+    kept = b"".join(ledger_damage.rows(original)[:-1])
+    label = "the control: the ledger cut to all but its last row"
+    _leave(session, workspace, path, kept, label)
+    session.open(workspace)
+    _check_held(session, workspace, path, kept, label)
+    read = session.read()
+    rows = case.events[:-1]
+    if read.get("status") == "ok" and same_events(rows, read.get("events")) and read.get("tornTail") is None:
+        return
+    answered = dict(read, events=ids(read.get("events"))) if read.get("status") == "ok" else read
+    raise Abort(
+        session.fail(
+            f"a read does not return the rows of the ledger file phase0.ledger.locate named, {str(path)!r}: the "
+            f"kit cut it to its first {len(rows)} row(s), and the read answered {answered!r}",
+            Mismatch(f"/read ({label})", {"events": [e["id"] for e in rows], "tornTail": None}, answered, "STORE-1"),
+        )
+    )
+
+
+def _leave(session: Session, workspace: Path, path: Path, damaged: bytes | None, label: str) -> None:
+    """Leave *damaged* as the named ledger (None removes the file), and see it there: the kit's write landed."""
     try:
         if damaged is None:
             _files.remove_file(workspace, path)
@@ -290,9 +358,56 @@ def _observe(
             _files.write_bytes(workspace, path, damaged)
     except _files.Refused as error:
         raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    held = _held(session, workspace, path)
+    if held != damaged:
+        raise Abort(
+            session.errored(
+                f"{str(path)!r} does not hold the {len(damaged or b'')} byte(s) the kit just left there ({label}): "
+                f"it holds {_described(held)}"
+            )
+        )
+
+
+def _check_held(session: Session, workspace: Path, path: Path, left: bytes, label: str) -> None:
+    """Fail the case unless the open store left the named ledger as the kit wrote it (b"" also stands for no file).
+
+    Only an append changes a ledger (STORE-1): a ledger that ``open`` rewrote is not the damage the case
+    judges, and a read of it would judge nothing.
+    """
+    held = _held(session, workspace, path)
+    if held == left or (held is None and not left):
+        return
+    raise Abort(
+        session.fail(
+            f"after phase0.store.open the ledger file phase0.ledger.locate named, {str(path)!r}, no longer holds "
+            f"the {len(left)} byte(s) the kit wrote ({label}): it holds {_described(held)}, so the read would "
+            "not judge the damage",
+            Mismatch(f"/ledger ({label})", f"the {len(left)} byte(s) the kit wrote", _described(held), "STORE-1"),
+        )
+    )
+
+
+def _held(session: Session, workspace: Path, path: Path) -> bytes | None:
+    """The bytes of the named ledger, or None when there is no such file."""
+    try:
+        return _files.read_bytes(workspace, path) if path.exists() else None
+    except _files.Refused as error:
+        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+
+
+def _described(held: bytes | None) -> str:
+    return "no file" if held is None else f"{len(held)} byte(s) ending {held[-24:]!r}"
+
+
+def _observe(
+    case: LedgerFaultCase, session: Session, workspace: Path, path: Path, label: str, damaged: bytes | None
+) -> _Observed:
+    """Leave *damaged* as the ledger, reopen the store, see the damage still there, append if the case says so, read."""
+    _leave(session, workspace, path, damaged, label)
     session.open(workspace)
     left = damaged if damaged is not None else b""
-    appends = case.fault.get("appendAfter") or case.fault["kind"] == "append-other-run"
+    _check_held(session, workspace, path, left, label)
+    appends = case.fault.get("appendAfter") or case.fault["kind"] == _UNDAMAGED
     if not appends:
         before = _files.snapshot(workspace, settle=True)  # only a read must leave the files as they are
         read = session.read()
@@ -300,19 +415,17 @@ def _observe(
         return _Observed(label, left, read, changes)
     last = case.events[-1]
     extra = dict(last, id=f"{last['id']}-again")
-    if case.fault["kind"] == "append-other-run":
+    if case.fault["kind"] == _UNDAMAGED:
         extra = ledger_damage.rehome(extra, "runId")
     assert session.adapter is not None
     reply = session.adapter.request("phase0.store.append", event=extra)
     refused = reply.outcome == "errored" and bool(reply.context.get("caught"))
     if reply.outcome != "result" and not refused:
         raise Abort(dataclasses.replace(errored(case, reply, "phase0.store.append"), fault_model=session.model))
-    try:
-        after = _files.read_bytes(workspace, path) if path.exists() else None
-    except _files.Refused as error:
-        raise Abort(session.fail(f"phase0.ledger.locate: {error}")) from None
+    rows = reply.value.get("rows") if reply.outcome == "result" and isinstance(reply.value, dict) else None
+    after = _held(session, workspace, path)
     read = session.read()
-    return _Observed(label, left, read, [], appended=extra, refused=refused, after_append=after)
+    return _Observed(label, left, read, [], appended=extra, refused=refused, rows=rows, after_append=after)
 
 
 __all__ = ["LEDGER_FAULT_MODEL", "expected_torn_tail", "run_ledger_fault"]

@@ -141,6 +141,36 @@ def _compare_replay(events: Sequence[Event], expected_ids: Sequence[str], actual
     return []
 
 
+_TOOL_KINDS = ("function_call", "function_response")
+_IDENTITY = ("sessionId", "runId", "invocationId", "turnId")
+
+
+def plain_prefix_expectation(events: Sequence[Event]) -> dict[str, Any] | None:
+    """The expectation the spec gives a committed prefix without tool facts, or None when it has one.
+
+    For events without ``function_call`` or ``function_response`` content, with ids all different and
+    one run identity, both profiles demand the same plan: no operation (OP-1), so no diagnostic (PLAN-2
+    to PLAN-4, and strict STRICT-1 to STRICT-6 find nothing), no rejection reason (PLAN-5), no
+    verification (PLAN-6), ``safe_replay`` (PLAN-7), the prefix's length as the high-water (PLAN-1),
+    and every non-partial event replayed (PLAN-9). Any other prefix needs a golden expectation.
+    """
+    if any((event.get("content") or {}).get("kind") in _TOOL_KINDS for event in events):
+        return None
+    if len({event.get("id") for event in events}) != len(events):
+        return None
+    if len({tuple(str(event.get(name)) for name in _IDENTITY) for event in events}) > 1:
+        return None
+    return {
+        "disposition": "safe_replay",
+        "requiresVerification": False,
+        "sourceRuntimeEventHighWater": len(events),
+        "rejectionReasons": [],
+        "operations": [],
+        "diagnostics": [],
+        "replay": [event["id"] for event in events if event.get("partial") is not True],
+    }
+
+
 def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mapping[str, Any]) -> list[Mismatch]:
     """Every normative difference between *plan* and the expectation *expect* for the prefix *events*.
 
@@ -226,8 +256,20 @@ def compare_determinism(first: Any, second: Any) -> list[Mismatch]:
     """Two answers to one request must be byte-identical in canonical JSON (PURE-2).
 
     The mismatch points at the first differing field of the two canonical plans, with the first
-    answer's value as expected and the second's as actual.
+    answer's value as expected and the second's as actual. A missing answer (None) is never equal to
+    anything, another missing one included: two requests that gave no plan show no determinism.
     """
+    missing = [name for name, answer in (("first", first), ("second", second)) if answer is None]
+    if missing:
+        return [
+            Mismatch(
+                "",
+                "two plans, byte-identical",
+                {"first": first, "second": second},
+                "PURE-2",
+                f"the {' and the '.join(missing)} answer carried no plan, so there is nothing to compare",
+            )
+        ]
     if canonical_json(first) == canonical_json(second):
         return []
     found = first_difference(first, second)

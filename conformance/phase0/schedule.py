@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance import _files
 from resumekit.conformance._process import wait_pid_gone
+from resumekit.conformance.adapters import is_integer
 from resumekit.conformance.fault_models import POWER_LOSS, PROCESS_CRASH, Abort
 from resumekit.conformance.phase0 import plan_checks
 from resumekit.conformance.phase0.cases import ScheduleCase
@@ -40,6 +42,11 @@ KillProgress = Callable[[int, int], object]  # told (kills done, kills in all) a
 # generator seeded from the run's seed and its number: the same seed makes the same kills whatever
 # --jobs is, and with --jobs the streams run side by side.
 STREAMS = 4
+
+# Checked on every schedule beside the clauses its fixture cites: the row counts of the acknowledgements
+# (STORE-1), the workspace across every read and plan (STORE-6), and the final plans, field by field,
+# against what the spec demands of the final ledger (each field's clause, plan_checks.FIELD_CLAUSES).
+ALWAYS_CHECKED = ("STORE-1", "STORE-6", "PURE-2", *dict.fromkeys(plan_checks.FIELD_CLAUSES.values()))
 
 
 @dataclasses.dataclass
@@ -79,6 +86,15 @@ def run_schedule(
     The kills are dealt to up to ``STREAMS`` streams (``stream_kills``), each a writer and a ledger of
     its own, run on up to *jobs* threads. The first stream that fails, in stream order, is the result.
     """
+    if plan_checks.plain_prefix_expectation([_stream_event(case.template, n) for n in range(2)]) is None:
+        return _cited(
+            result_for(
+                case,
+                Outcome.ERRORED,
+                message=f"the template of {case.id!r} makes rows with tool facts or of several runs: the kit knows "
+                "the plan the spec demands of a stream only for rows without a function call or response",
+            )
+        )
     shares = stream_kills(kills)
     tally = _Tally()
 
@@ -100,10 +116,10 @@ def run_schedule(
     for number, outcome in enumerate(outcomes):
         if outcome is not None:
             prefix = f"stream {number + 1} of {len(shares)} (its own ledger): " if len(shares) > 1 else ""
-            return dataclasses.replace(outcome, message=prefix + (outcome.message or ""))
+            return _cited(dataclasses.replace(outcome, message=prefix + (outcome.message or "")))
     ledgers = f" over {len(shares)} ledgers" if len(shares) > 1 else ""
     cuts = f" and power cuts ({_cut_counts(tally.cut_notes)})" if power is not None else ""
-    return result_for(
+    passed = result_for(
         case,
         Outcome.PASSED,
         fault_model=PROCESS_CRASH if power is None else POWER_LOSS,
@@ -111,9 +127,18 @@ def run_schedule(
         message=(
             f"{kills} kills{ledgers}{cuts}, {tally.in_flight} of them before the last append was acknowledged "
             f"({tally.landed} of those rows had landed anyway); "
-            f"the final ledgers hold {tally.rows} rows, every acknowledged one among them"
+            f"the final ledgers hold {tally.rows} rows, every acknowledged one among them; every acknowledgement "
+            "counted its ledger's rows, no read or plan changed the workspace, and each final ledger's two plans "
+            "were alike and the plan its rows demand"
         ),
     )
+    return _cited(passed)
+
+
+def _cited(result: CaseResult) -> CaseResult:
+    """*result* citing, beside its fixture's clauses, every clause the schedule checks (ALWAYS_CHECKED)."""
+    extra = tuple(clause for clause in ALWAYS_CHECKED if clause not in result.clauses)
+    return dataclasses.replace(result, clauses=result.clauses + extra)
 
 
 _StreamRun = Callable[[int], CaseResult | None]  # runs stream *number*: its failed result, or None
@@ -225,6 +250,18 @@ class _Writer:
         session = self.session
         session.start()
         session.open(workspace)
+        events = self._read_prefix(workspace, f"after {cycle} kill(s) the reopened ledger", settle=False)
+        if len(events) > self.acknowledged:
+            self.landed_unacknowledged += 1
+        del self.sent[len(events) :]  # the row in flight at the kill either landed or never will
+        self.acknowledged = len(self.sent)
+
+    def _read_prefix(self, workspace: Path, what: str, *, settle: bool) -> list[Any]:
+        """Read the open store: an acknowledged prefix of what was sent (CRASH-1), read without a change (STORE-6)."""
+        session = self.session
+        # From just after open, the read may change nothing (STORE-6). Without *settle* a touch within one
+        # tick of the clock may go unseen; the final reopening settles, and sees it.
+        before = _files.snapshot(workspace, settle=settle)
         read = session.read()
         events = read.get("events") if read.get("status") == "ok" else None
         if (
@@ -234,7 +271,7 @@ class _Writer:
         ):
             raise Abort(
                 session.fail(
-                    f"after kill {cycle} the reopened ledger is not an acknowledged prefix of what was sent",
+                    f"{what} is not an acknowledged prefix of what was sent",
                     Mismatch(
                         "/read/events",
                         f"the first {self.acknowledged} to {len(self.sent)} rows sent",
@@ -244,10 +281,32 @@ class _Writer:
                     replay=self.replay,
                 )
             )
-        if len(events) > self.acknowledged:
-            self.landed_unacknowledged += 1
-        del self.sent[len(events) :]  # the row in flight at the kill either landed or never will
-        self.acknowledged = len(self.sent)
+        self._unchanged(workspace, before, f"{what}'s read")
+        return list(events)
+
+    def _unchanged(self, workspace: Path, before: _files.Snapshot, what: str) -> None:
+        """Fail the stream when the workspace differs from *before* (STORE-6)."""
+        changes = _files.describe_changes(before, _files.snapshot(workspace))
+        if changes:
+            raise Abort(
+                self.session.fail(
+                    f"{what} changed the workspace: {', '.join(changes[:3])}",
+                    Mismatch("/workspace", "unchanged", changes, "STORE-6", f"{what} changed the workspace"),
+                    replay=self.replay,
+                )
+            )
+
+    def _counted(self, rows: Any, what: str) -> Mismatch | None:
+        """The mismatch when an acknowledgement's *rows* is not the rows the ledger now holds (STORE-1)."""
+        if is_integer(rows) and rows == len(self.sent):
+            return None
+        return Mismatch(
+            f"/append/{len(self.sent) - 1}/rows",
+            len(self.sent),
+            rows,
+            "STORE-1",
+            f"{what} counts the committed rows the ledger then holds: the {len(self.sent) - 1} before it and its own",
+        )
 
     def append(self, count: int) -> None:
         """Append *count* rows, each acknowledged (and, under power loss, durable) before the next."""
@@ -255,8 +314,17 @@ class _Writer:
             event = _stream_event(self.template, len(self.sent))
             self.sent.append(event)
             began = time.perf_counter()
-            self.session.ask("phase0.store.append", event=event)
+            rows = self.session.ask("phase0.store.append", event=event).get("rows")
             self.latencies.append(time.perf_counter() - began)
+            miscount = self._counted(rows, "an acknowledgement")
+            if miscount is not None:
+                raise Abort(
+                    self.session.fail(
+                        f"the acknowledgement of row {len(self.sent)} counts {rows!r} row(s)",
+                        miscount,
+                        replay=self.replay,
+                    )
+                )
             self.acknowledged = len(self.sent)
             self.session.acknowledged(self.acknowledged, replay=self.replay)
 
@@ -272,37 +340,55 @@ class _Writer:
         reply = session.adapter.request("phase0.store.append", event=event)
         timer.join()
         acked_in_flight = reply.outcome == "result"
+        miscount = None
         if acked_in_flight:
             self.acknowledged = len(self.sent)
+            rows = reply.value.get("rows") if isinstance(reply.value, dict) else reply.value
+            miscount = self._counted(rows, "the acknowledgement that came before the kill")
         else:
             self.in_flight_kills += 1
         session.adapter.kill()
         if not wait_pid_gone(pid, timeout=10.0):
             raise Abort(session.fail(f"pid {pid} still runs 10 s after it was killed", replay=self.replay))
+        if miscount is not None:
+            raise Abort(
+                session.fail(
+                    f"the acknowledgement of row {len(self.sent)} before the kill counts {miscount.actual!r} row(s)",
+                    miscount,
+                    replay=self.replay,
+                )
+            )
         if acked_in_flight and session.layer is not None:
             # The process is dead; the layer still answers what a cut would leave.
             session.acknowledged(self.acknowledged, replay=self.replay, locate=False)
         session.adapter = None
 
     def final_rows(self, workspace: Path, profile: str) -> int:
-        """Reopen once more and count the final ledger's rows: every acknowledged one kept, and two plans alike."""
+        """Reopen once more and count the final ledger's rows: every acknowledged one kept, two plans alike and right.
+
+        The plans must be the one the spec demands of the rows read (plan_checks.plain_prefix_expectation),
+        and neither the read nor the plans may change the workspace (STORE-6).
+        """
         session = self.session
         session.start()
         session.open(workspace)
-        read = session.read()
-        events = read.get("events") if read.get("status") == "ok" else None
-        if events is None or len(events) < self.acknowledged or not same_events(self.sent[: len(events)], events):
+        before = _files.snapshot(workspace, settle=True)
+        events = self._read_prefix(workspace, "the final ledger", settle=False)
+        plans = [session.plan(profile, len(events), replay=self.replay) for _ in range(2)]
+        self._unchanged(workspace, before, "the final ledger's read and two plans")
+        mismatches = plan_checks.compare_determinism(plans[0], plans[1])
+        committed = self.sent[: len(events)]
+        expect = plan_checks.plain_prefix_expectation(committed)
+        assert expect is not None  # run_schedule refuses a template without one
+        mismatches += plan_checks.compare_plan(committed, expect, plans[0])
+        if mismatches:
             raise Abort(
                 session.fail(
-                    "the final ledger lost acknowledged rows",
-                    Mismatch("/read/events", self.acknowledged, ids(events), "CRASH-1"),
+                    f"the plans of the final ledger of {len(events)} rows are not the plan its rows demand",
+                    *mismatches,
                     replay=self.replay,
                 )
             )
-        plans = [session.ask("phase0.store.plan", profile=profile).get("plan") for _ in range(2)]
-        mismatches = plan_checks.compare_determinism(plans[0], plans[1])
-        if mismatches:
-            raise Abort(session.fail("two plans of the final ledger differ", *mismatches, replay=self.replay))
         return len(events)
 
 

@@ -21,6 +21,7 @@ from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Re
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.cases import Case
 from resumekit.conformance.fault_models import POWER_LOSS, PROCESS_CRASH, Abort
+from resumekit.conformance.phase0.decisions import plan_problem
 from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for, start_failed
@@ -103,6 +104,30 @@ class Session:
         """Read the open store: the answer as the implementation gave it."""
         answer: dict[str, Any] = self.ask("phase0.store.read")
         return answer
+
+    def plan(self, profile: str, rows: int, **fields: Any) -> dict[str, Any]:
+        """The ResumePlan ``phase0.store.plan`` gives for a ledger whose read gave *rows* rows; no plan fails the case.
+
+        A corrupt answer, or a plan that breaks the ResumePlan schema, is no plan: a ledger the store
+        has just read whole must be projected (CRASH-3), and only a valid plan can be compared.
+        """
+        answer = self.ask("phase0.store.plan", profile=profile)
+        plan = answer.get("plan")
+        problem = (
+            plan_problem(plan)
+            if answer.get("status") == "ok"
+            else f"it answered status {answer.get('status')!r} (line {answer.get('line')!r})"
+        )
+        if problem is not None:
+            raise Abort(
+                self.fail(
+                    f"phase0.store.plan gave no plan of the {rows} row(s) its read returned: {problem}",
+                    Mismatch("/plan", f"a ResumePlan of {rows} row(s)", problem, "CRASH-3"),
+                    **fields,
+                )
+            )
+        assert isinstance(plan, dict)
+        return plan
 
     def close(self) -> None:
         """Stop the implementation in order, if one runs."""

@@ -271,6 +271,22 @@ class ExtraHelloField(Harness):
         return {**super()._hello(request), "debug": True}
 
 
+class P1WaitWithExtraField(Harness):
+    """Adds a field of its own to every p1.worker.wait result: breaks that result's schema."""
+
+    def _worker_wait(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._worker_wait(request), "debug": True}
+
+
+class NoJournalClaim(Harness):
+    """The reference with p1.journal left out of its claims: its worker is sound, but the kit gets no JNL-5
+    evidence, so every P1 scenario fails on ADP-1 and no gate may read passed."""
+
+    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._hello(request)
+        return {**answer, "capabilities": [c for c in answer["capabilities"] if c != "p1.journal"]}
+
+
 class HidesTornTail(Harness):
     """Reports no torn tail even when the ledger ends in one."""
 
@@ -555,6 +571,92 @@ class StderrFlood(Harness):
         return super()._plan(request)
 
 
+
+# -- Phase 0 checks that must not pass without evidence (issue 19) -------------------------------------
+
+
+class PlansNothing(Harness):
+    """Answers every phase0.store.plan with a corrupt result, though its read of the same ledger succeeds."""
+
+    def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._open_store()
+        return {"status": "corrupt", "line": 1, "message": "no plan from this store"}
+
+
+class PlansOneTooHigh(Harness):
+    """Counts one event more than the committed prefix holds as its plans' high-water (PLAN-1)."""
+
+    def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_plan(request)
+        if answer.get("status") == "ok":
+            answer["plan"]["sourceRuntimeEventHighWater"] += 1
+        return answer
+
+
+class CountsOwnAppends(Harness):
+    """Acknowledges each append with the rows this process appended, not the rows the ledger holds (STORE-1)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._appended = 0
+
+    def _store_open(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._appended = 0
+        return super()._store_open(request)
+
+    def _store_append(self, request: dict[str, Any]) -> dict[str, Any]:
+        super()._store_append(request)
+        self._appended += 1
+        return {"rows": self._appended}
+
+
+class CachesLongPlans(Harness):
+    """Keeps a plan cache beside a ledger longer than any failpoint's four rows, written by each plan (STORE-6)."""
+
+    def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_plan(request)
+        if answer.get("status") == "ok" and answer["plan"]["sourceRuntimeEventHighWater"] > 4:
+            cache = self._open_store().ledger_path.with_name("plan-cache.json")
+            cache.write_text(json.dumps(answer["plan"]), encoding="utf-8")
+        return answer
+
+
+class LocatesACopy(Harness):
+    """Names a copy of its ledger in phase0.ledger.locate and reads the ledger itself: damage never reaches it."""
+
+    def _ledger_locate(self, request: dict[str, Any]) -> dict[str, Any]:
+        ledger = self._open_store().ledger_path
+        copy = ledger.with_name("runtime-events.copy.jsonl")
+        copy.write_bytes(ledger.read_bytes() if ledger.exists() else b"")
+        return {"path": str(copy)}
+
+
+class RefreshesLocatedCopy(LocatesACopy):
+    """As locates-a-copy, and writes the copy afresh from its ledger at every open: the kit's damage is undone."""
+
+    def _store_open(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_open(request)
+        ledger = self._open_store().ledger_path
+        copy = ledger.with_name("runtime-events.copy.jsonl")
+        if copy.exists():
+            copy.write_bytes(ledger.read_bytes() if ledger.exists() else b"")
+        return answer
+
+
+class CutsTornTailAtOpen(Harness):
+    """Cuts a torn tail as soon as the store is opened, not at the next append: no read can report it (STORE-1)."""
+
+    def _store_open(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_open(request)
+        path = self._open_store().ledger_path
+        data = path.read_bytes() if path.exists() else b""
+        if not data.endswith(b"\n") and data:
+            with open(path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+                os.fsync(handle.fileno())
+        return answer
+
+
 MODES: dict[str, type[Harness]] = {
     "ack-before-durable": AckBeforeDurable,
     "finally-anyway": FinallyAnyway,
@@ -578,6 +680,8 @@ MODES: dict[str, type[Harness]] = {
     "names-the-kits-pid": NamesTheKitsPid,
     "extra-field": ExtraField,
     "extra-hello-field": ExtraHelloField,
+    "p1-wait-extra-field": P1WaitWithExtraField,
+    "no-journal-claim": NoJournalClaim,
     "hides-torn-tail": HidesTornTail,
     "locates-outside": LocatesOutside,
     "links-outside": LinksOutside,
@@ -596,6 +700,13 @@ MODES: dict[str, type[Harness]] = {
     "locates-odd": LocatesOdd,
     "closes-stdout": ClosesStdout,
     "stderr-flood": StderrFlood,
+    "plans-nothing": PlansNothing,
+    "plans-one-too-high": PlansOneTooHigh,
+    "counts-own-appends": CountsOwnAppends,
+    "caches-long-plans": CachesLongPlans,
+    "locates-a-copy": LocatesACopy,
+    "refreshes-located-copy": RefreshesLocatedCopy,
+    "cuts-torn-tail-at-open": CutsTornTailAtOpen,
 }
 
 

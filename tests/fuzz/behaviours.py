@@ -13,6 +13,12 @@ from dataclasses import dataclass
 PREFIX = ("--only", "prefix-*")
 CRASH = ("--only", "crash-p0")
 SCHEDULE = ("--only", "random-crash-schedule", "--kills", "3")
+# Long enough that a later process of some stream appends to a ledger an earlier one wrote (seed 7: 5 rows,
+# then 2 more, in the third stream), and that a final ledger holds more than four rows.
+LONG_SCHEDULE = ("--only", "random-crash-schedule", "--kills", "8", "--seed", "7")
+# Cases with a core reading that the undamaged ledger meets too, and cases whose append may cut the tail.
+UNDAMAGED_READINGS = ("--profile", "core", "--only", "unterminated-complete-row*", "--only", "append-of-another-run")
+CUT_READINGS = ("--profile", "core", "--only", "torn-last-row-then-append", "--only", "invalid-tail-then-append")
 TORN = ("--only", "torn-last-row-every-byte")
 # A store that surfaces its tail only when it parses: since the every-byte sweep stops before the complete
 # row (which core may read as committed, spec 9.1), the strict case of that complete row is where it shows.
@@ -112,4 +118,13 @@ BEHAVIOURS = [
     Behaviour("touches the ledger on read", "touches-ledger", selection=("--only", "crash-p6"), evidence="STORE-6"),
     Behaviour("surfaces the torn row", "surfaces-torn-row", selection=COMPLETE_TAIL, evidence="STORE-4"),
     Behaviour("hides the torn tail", "hides-torn-tail", selection=TORN, evidence="STORE-4"),
+    # Checks that passed without evidence (issue 19).
+    Behaviour("plans nothing for the final ledger", "plans-nothing", selection=SCHEDULE, evidence="CRASH-3"),
+    Behaviour("plans a high-water one too high", "plans-one-too-high", selection=SCHEDULE, evidence="PLAN-1"),
+    Behaviour("counts only its own appends", "counts-own-appends", selection=LONG_SCHEDULE, evidence="STORE-1"),
+    Behaviour("caches the plans of long ledgers", "caches-long-plans", selection=LONG_SCHEDULE, evidence="STORE-6"),
+    Behaviour("ledger.locate names a copy", "locates-a-copy", selection=UNDAMAGED_READINGS, evidence="STORE-1"),
+    Behaviour("writes the located copy at open", "refreshes-located-copy", selection=UNDAMAGED_READINGS,
+              evidence="STORE-1"),
+    Behaviour("cuts a torn tail at open", "cuts-torn-tail-at-open", selection=CUT_READINGS, evidence="STORE-1"),
 ]

@@ -228,7 +228,16 @@ def _junit_summary(suites: ET.Element, table: SummaryTable) -> None:
             failed = ", ".join(row["failed"])
             ET.SubElement(case, "failure", message=f"failed {table.summary.case_label}: {failed}").text = failed
         elif row["verdict"] in ("not run", "not claimed"):
-            ET.SubElement(case, "skipped", message=f"{row['verdict']}: none of its {table.summary.case_label} ran")
+            ET.SubElement(case, "skipped", message=_skip_reason(row, table.summary.case_label))
+
+
+def _skip_reason(row: Mapping[str, Any], label: str) -> str:
+    """Why a summary row neither passed nor failed: none of its cases claimed, or some not run (or none selected)."""
+    if row["verdict"] == "not claimed":
+        return f"not claimed: none of its {label} is claimed"
+    if not row["cases"]:
+        return f"not run: none of its {label} was selected"
+    return f"not run: {row['notRun']} of its {row['cases']} {label} did not run"
 
 
 def _first_line(result: CaseResult) -> str:
@@ -390,11 +399,11 @@ def _is_campaign(kind_name: str) -> bool:
 def format_summary_table(table: SummaryTable) -> list[str]:
     """A contract's summary table (P1: the gates) as text lines."""
     label = table.summary.row_label
-    lines = [f"{label:<44}{'verdict':>9}{'passed':>8}{'of':>4}  clauses", "-" * 100]
+    lines = [f"{label:<44}{'verdict':>12}{'passed':>8}{'of':>4}  clauses", "-" * 103]
     for row in table.rows:
         clauses = ", ".join(row["clauses"])
         attested = f" (attested: {row['attested']})" if row["attested"] else ""
-        counts = f"{row['verdict']:>9}{row['passed']:>8}{row['cases']:>4}"
+        counts = f"{row['verdict']:>12}{row['passed']:>8}{row['cases']:>4}"
         lines.append(f"{row['name']:<44}{counts}  {_clip(clauses, 60)}{attested}")
     return lines
 

@@ -27,6 +27,7 @@ from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.p1 import evidence_checks as checks
 from resumekit.conformance.p1 import harness, world
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
+from resumekit.conformance.p1.origin import create_origin
 from resumekit.conformance.runner import missing_claims
 from resumekit.reference.p1.control import Control, DiskFault
 from tests.broken.workers import ATTACK_BUGS
@@ -221,6 +222,27 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "CHECKPOINT_DURABLE_WRITE",
         frozenset({"JNL-8"}),
     ),
+    # Every request and row is the reference's; only the origin read after the last step shows the target
+    # branch back at the base, not at the commit the origin's hook let land (COMMIT-3, a clause of that gate).
+    "resets-the-branch-after-its-commit": (
+        "p1-commit-completes",
+        "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
+        frozenset({"COMMIT-3"}),
+    ),
+    # The tag's push reaches the origin (COMMIT-2: no other ref), and the tag it writes itself is a ref the kit
+    # never made (COMMIT-3).
+    "creates-a-ref-on-the-origin": (
+        "p1-commit-completes",
+        "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
+        frozenset({"COMMIT-2", "COMMIT-3"}),
+    ),
+    # The attempt still ends in push_refused, as the scenario expects; the forced update that reached the
+    # origin, from the moved branch to C, is no fast-forward (COMMIT-2).
+    "forces-after-a-refused-push": (
+        "p1-commit-branch-moved-after-the-read-refuses-the-push",
+        "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
+        frozenset({"COMMIT-2"}),
+    ),
 }
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
@@ -322,3 +344,45 @@ def test_a_worker_that_ignores_a_lost_lease_is_caught_when_a_second_worker_share
         assert "LEASE-4" in cited, (result["id"], cited)
     verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert verdicts["LEASE_RENEWAL_RECOVERY"] == "failed", verdicts
+
+
+def _mismatches(document: dict[str, Any]) -> list[tuple[Any, Any, Any, Any]]:
+    (result,) = document["results"]
+    return [(m.get("clause"), m.get("pointer"), m.get("expected"), m.get("actual")) for m in result["mismatches"]]
+
+
+def test_the_origins_end_state_names_the_repository_the_ref_and_both_objects(
+    runs: dict[str, tuple[int, dict[str, Any], str]],
+) -> None:
+    # The reset: the one finding is the target branch, at the base where the landed push left C.
+    ((clause, pointer, expected, actual),) = _mismatches(runs["resets-the-branch-after-its-commit"][1])
+    assert (clause, pointer) == ("COMMIT-3", "/origin/acme/widgets/refs/heads/main")
+    assert isinstance(expected, str) and isinstance(actual, str) and len(expected) == len(actual) == 40
+    assert expected != actual
+    # The tag: refused as a push of another ref, then found on the origin, where no ref was expected.
+    found = _mismatches(runs["creates-a-ref-on-the-origin"][1])
+    assert {(clause, pointer) for clause, pointer, _, _ in found} == {
+        ("COMMIT-2", "/origin/pushes/1/ref"),
+        ("COMMIT-3", "/origin/acme/widgets/refs/tags/t-commit-done"),
+    }, found
+    # The forced push: the one finding is the update from the moved branch, which is not C's ancestor.
+    ((clause, pointer, expected, actual),) = _mismatches(runs["forces-after-a-refused-push"][1])
+    assert (clause, pointer) == ("COMMIT-2", "/origin/pushes/0"), (clause, pointer)
+
+
+def test_every_branch_a_golden_scenario_moves_is_moved_to_a_commit_of_its_origin(tmp_path: Path) -> None:
+    # A fault's oid is a literal: the kit's origin commits are a function of their files, so it stays true
+    # only while the files of the scenario's repository stay as they are.
+    cases = [case for case in load_suite().cases if isinstance(case, ScenarioCase)]
+    moves = [
+        (case, fault)
+        for case in cases
+        for fault in (*case.faults, *(step["fault"] for step in case.steps if "fault" in step))
+        if fault.get("fault") == "MoveBranch"
+    ]
+    assert len(moves) >= 2
+    for index, (case, fault) in enumerate(moves):
+        spec = case.repositories[fault["repository"]]
+        made = create_origin(tmp_path / str(index), spec["files"], branch=spec["branch"],
+                             branches=spec.get("branches", ()), later=spec.get("later"))
+        assert fault["oid"] in (made.base_oid, made.later_oid), (case.id, fault, made)

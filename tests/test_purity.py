@@ -55,6 +55,7 @@ PURE_MODULES = (
     "resumekit.conformance.p1.gates",
     "resumekit.conformance.p1.model",
     "resumekit.conformance.p1.moment_checks",
+    "resumekit.conformance.p1.origin_checks",
     "resumekit.conformance.p1.row_checks",
     "resumekit.conformance.powerloss.model",
 )

@@ -19,14 +19,25 @@ thread hands chunks over through a bounded queue. No thread that reads a pipe ev
 closed under it: a reader closes its own end when it sees the end of the stream.
 
 The package's modules, each re-exported here: ``errors`` (what the plumbing raises), ``lines`` (reading
-the pipes), ``line_process`` (the adapter process and its tree), ``pids`` (pids the kit did not start)
-and ``windows`` (the Job Object, on Windows only). A name one of them shares with another keeps its
-leading underscore: it is the plumbing's own, and a reader class's name is what its tests are labelled by.
+the pipes), ``line_process`` (the adapter process and its tree), ``pids`` (pids the kit did not start),
+``escaped`` (the processes of a case, marked in their environment, that outlived its adapters: found on
+Linux, named and killed) and ``windows`` (the Job Object, on Windows only). A name one of them shares
+with another keeps its leading underscore: it is the plumbing's own, and a reader class's name is what
+its tests are labelled by.
 """
 
 from __future__ import annotations
 
 from resumekit.conformance._process.errors import LineTooLong, NotInTree, ProcessGone, ReadTimeout
+from resumekit.conformance._process.escaped import (
+    MARKER,
+    Escaped,
+    Sweep,
+    cannot_look,
+    marked_pids,
+    new_token,
+    sweep_marked,
+)
 from resumekit.conformance._process.line_process import LineProcess, kill_all
 from resumekit.conformance._process.lines import (
     MAX_LINE,
@@ -38,19 +49,26 @@ from resumekit.conformance._process.lines import (
 from resumekit.conformance._process.pids import MAX_PID, pid_alive, plausible_pid, wait_pid_gone
 
 __all__ = [
+    "MARKER",
     "MAX_LINE",
     "MAX_PID",
     "STDERR_TAIL_BYTES",
     "STDERR_TAIL_LINES",
+    "Escaped",
     "LineProcess",
     "LineTooLong",
     "NotInTree",
     "ProcessGone",
     "ReadTimeout",
+    "Sweep",
     "_SelectedLines",
     "_ThreadedLines",
+    "cannot_look",
     "kill_all",
+    "marked_pids",
+    "new_token",
     "pid_alive",
     "plausible_pid",
+    "sweep_marked",
     "wait_pid_gone",
 ]

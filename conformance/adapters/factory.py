@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from resumekit.conformance._process import MARKER
 from resumekit.conformance.adapters.budget import StartBudget
 from resumekit.conformance.adapters.interface import Adapter, AdapterStartError
 from resumekit.conformance.adapters.process_adapter import DEFAULT_TIMEOUT, ProcessAdapter
@@ -84,6 +85,26 @@ def process_factory(
         return ProcessAdapter(
             argv, label=label, timeout=timeout, validate_messages=validate_messages, env=env, budget=shared
         )
+
+    return make
+
+
+def with_marker(factory: AdapterFactory, token: str) -> AdapterFactory:
+    """A maker like *factory* whose adapters start with ``RESUMEKIT_CASE_TOKEN=token`` in their environment.
+
+    The kit marks the adapter processes of one P1 case so that it can find, once the case is over, every
+    process they started that outlived them (``_process.escaped``). The entry goes first, where a capped
+    read of a process's environment sees it, and replaces any marker the kit's own environment carries.
+    Nothing of the adapter protocol changes: the adapter is asked nothing about it.
+    """
+
+    def make() -> ProcessAdapter:
+        adapter = factory()
+        inherited = adapter.env if adapter.env is not None else dict(os.environ)
+        # Windows compares the names without case
+        kept = {k: v for k, v in inherited.items() if (k.upper() if os.name == "nt" else k) != MARKER}
+        adapter.env = {MARKER: token, **kept}
+        return adapter
 
     return make
 

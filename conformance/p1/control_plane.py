@@ -148,6 +148,7 @@ class ControlPlane:
             now_ms=clock_ms, ttl_ms=ttl_ms, retry_after_ms=retry_after_ms, validate=first_violation
         )
         self._observer = observer
+        self._check_errors: list[str] = []  # moment checks that raised: the scenario is then errored
         self._lock = threading.RLock()
         self._log_path = Path(log_path)
         self._log_file: IO[bytes] | None = None
@@ -285,6 +286,12 @@ class ControlPlane:
         with self._lock:
             return len(self._state.faults)
 
+    def check_errors(self) -> tuple[str, ...]:
+        """The moment checks that raised instead of judging (each with its exception): the checks they were
+        to make were not made, so the scenario cannot pass."""
+        with self._lock:
+            return tuple(self._check_errors)
+
     def now_ms(self) -> int:
         """The control plane's clock, in milliseconds (the kit moves it; CP-12)."""
         with self._lock:
@@ -336,8 +343,10 @@ class ControlPlane:
                 return list(observer.on_receipt(args["worker"], args["task_id"], args["attempt"], args["commit_oid"]))
             if moment.check == "push":
                 return list(observer.on_push(args["task_id"], args["attempt"], args["ref"], args["old"], args["new"]))
-        except Exception as error:  # a broken check is a finding, never a crash of the control plane
-            return [f"the {moment.check} check raised {type(error).__name__}: {error}"]
+        except Exception as error:  # a broken check errors its scenario, never crashes the control plane
+            message = f"the {moment.check} check raised {type(error).__name__}: {error}"
+            self._check_errors.append(message)
+            return [message]
         return [f"unknown moment check {moment.check!r}"]
 
     def _heads(self) -> dict[tuple[str, str], str | None]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance.p1.cp_state import IDENTITY
+from resumekit.conformance.p1.cp_state import IDENTITY, ZERO
 from resumekit.conformance.p1.model import (
     BINDING,
     COLUMNS,
@@ -37,7 +37,7 @@ from resumekit.conformance.p1.model import (
     identity,
     tree_changes,
 )
-from resumekit.conformance.p1.origin import Origin, git, git_bytes
+from resumekit.conformance.p1.origin import GitError, Origin, git, git_bytes
 
 __all__ = [
     "BINDING",
@@ -58,10 +58,13 @@ __all__ = [
     "expected_capture",
     "expected_commit",
     "expected_result",
+    "fast_forwards",
     "identity",
     "listing",
+    "origin_evidence",
     "read_cache",
     "read_journal",
+    "ref_updates",
     "tree_blobs",
     "tree_changes",
     "tree_digest",
@@ -159,6 +162,85 @@ def expected_result(task: Mapping[str, Any], origin: Origin) -> dict[str, Any]:
         return expected_capture(origin, task["base_oid"])
     oid = expected_commit(origin, task["base_oid"], task["payload"])
     return {"commit_oid": oid, "kind": "commit", "target_branch": task["target_branch"]}
+
+
+def origin_evidence(
+    origins: Mapping[str, Origin], log: Sequence[Mapping[str, Any]], tasks: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The origins' side of the evidence once the last step is done, under the names of the Evidence fields it
+    fills: every ref of every origin, read from git once (CP-17), the refs the kit made, every ref change the
+    kit made or the origin's hook let land (from the control plane's *log*), and which push attempts were
+    fast-forwards (COMMIT-2). *tasks* are the control plane's tasks, each with every attempt as served."""
+    return {
+        "origin_refs": {repository: origin.refs() for repository, origin in origins.items()},
+        "kit_refs": {repository: dict(origin.made) for repository, origin in origins.items()},
+        "ref_updates": ref_updates(log),
+        "fast_forward": fast_forwards(origins, log, tasks),
+    }
+
+
+def ref_updates(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every change of an origin's ref in the control plane's log, in order: a branch the kit moved (CP-21) and
+    an update that landed through the origin's hook (CP-18), which its post-receive half reports."""
+    found = []
+    for entry in log:
+        if entry.get("kind") == "branch_moved" and entry.get("done"):
+            ref = f"refs/heads/{entry.get('branch')}"
+            found.append({"repository": entry.get("repository"), "ref": ref, "new": entry.get("new"), "by": "kit"})
+        elif entry.get("kind") == "origin_ref_updated":
+            found.append(
+                {"repository": entry.get("repository"), "ref": entry.get("ref"), "new": entry.get("new"), "by": "push"}
+            )
+    return found
+
+
+def fast_forwards(
+    origins: Mapping[str, Origin], log: Sequence[Mapping[str, Any]], tasks: Mapping[str, Mapping[str, Any]]
+) -> dict[tuple[str, str, str], bool | None]:
+    """For each push attempt the control plane logged, (repository, old, new) -> whether old is new or one of
+    its ancestors, or None when the kit cannot place new. A refused push leaves no object on the origin; its
+    new value is then placed only when it is the governed commit of an attempt served on that repository, whose
+    one parent is that attempt's base_oid (TASK-4). Creations and deletions are left out."""
+    found: dict[tuple[str, str, str], bool | None] = {}
+    parents: dict[tuple[str, str], str] | None = None  # (repository, governed commit) -> its parent, when needed
+    for entry in log:
+        if entry.get("kind") != "push":
+            continue
+        repository, old, new = str(entry.get("repository")), str(entry.get("old")), str(entry.get("new"))
+        origin = origins.get(repository)
+        if origin is None or ZERO in (old, new) or (repository, old, new) in found:
+            continue
+        known = origin.is_ancestor(old, new)
+        if known is None:
+            parents = _governed_parents(origins, tasks) if parents is None else parents
+            parent = parents.get((repository, new))
+            known = None if parent is None else origin.is_ancestor(old, parent)
+        found[(repository, old, new)] = known
+    return found
+
+
+def _governed_parents(
+    origins: Mapping[str, Origin], tasks: Mapping[str, Mapping[str, Any]]
+) -> dict[tuple[str, str], str]:
+    """(repository, the governed commit of a commit attempt served there) -> that attempt's base_oid, the
+    commit's one parent, for every attempt of every task; each distinct commit is computed once (TASK-4)."""
+    parents: dict[tuple[str, str], str] = {}
+    seen: set[str] = set()
+    for facts in tasks.values():
+        for served in facts.get("attempts") or ():
+            if not isinstance(served, Mapping) or served.get("kind") != "commit":
+                continue
+            repository, base = str(served.get("repository")), served.get("base_oid")
+            key = json.dumps([repository, base, served.get("payload")], sort_keys=True)
+            if repository not in origins or not isinstance(base, str) or key in seen:
+                continue
+            seen.add(key)
+            try:
+                oid = expected_commit(origins[repository], base, served["payload"])
+            except (GitError, KeyError, TypeError):  # a payload no commit can be made of (task_invalid)
+                continue
+            parents[(repository, oid)] = base
+    return parents
 
 
 def listing(root: Path) -> list[str]:

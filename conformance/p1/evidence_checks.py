@@ -6,8 +6,9 @@ evidence, this module only judges it.
 
 The checks live in one module per thing they judge, and this module gathers them into the verdict
 (``judge``) and is the one the harness imports: ``row_checks`` (the journal's rows), ``effect_checks``
-(side effects at the control plane and the origin), ``convergence_checks`` (idle state and each task's
-expected outcome) and ``moment_checks`` (the state at a failpoint, the tool, the watch); the evidence they
+(side effects at the control plane and the origin), ``origin_checks`` (the pushes and every ref of the
+origins once the last step is done), ``convergence_checks`` (idle state and each task's expected outcome)
+and ``moment_checks`` (the state at a failpoint, the tool, the watch); the evidence they
 share is in ``evidence_data``.
 """
 
@@ -36,6 +37,7 @@ from resumekit.conformance.p1.moment_checks import (
     tool_problems,
     watch_problems,
 )
+from resumekit.conformance.p1.origin_checks import origin_checks, push_checks, ref_checks
 from resumekit.conformance.p1.row_checks import (
     JOURNAL_MODES_OK,
     SYNCHRONOUS_OK,
@@ -61,7 +63,10 @@ __all__ = [
     "key_checks",
     "known_failpoint",
     "lease_checks",
+    "origin_checks",
     "outcome_checks",
+    "push_checks",
+    "ref_checks",
     "reuse_checks",
     "second_worker_checks",
     "settings_checks",
@@ -94,6 +99,7 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found += reuse_checks(ev.rows)
     found += key_checks(ev)
     found += lease_checks(ev)
+    found += origin_checks(ev)
     if ev.idle:
         found += idle_checks(ev)
     found += settings_checks(ev.settings)

@@ -7,7 +7,7 @@ only judge it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from resumekit.conformance.p1.model import Row, Snapshot
@@ -35,6 +35,17 @@ class Evidence:
     deliveries: Sequence[Mapping[str, Any]] = ()
     second_rows: Sequence[Row] = ()  # the journal of a scenario's second worker, if it has one
     second_snapshots: Sequence[Snapshot] = ()
+    # The origins once the last step is done (CP-17, COMMIT-3): repository -> every ref it holds -> the object
+    # the ref names; None when the kit did not read them, which no origin check passes.
+    origin_refs: Mapping[str, Mapping[str, str]] | None = None
+    # repository -> every ref the kit made when it created the origin -> the object it made the ref at
+    kit_refs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # every change of an origin's ref since, in order: repository, ref, new, and ``by``, ``kit`` for a
+    # branch the kit moved (CP-21) or ``push`` for an update the origin's hook let land (CP-18)
+    ref_updates: Sequence[Mapping[str, Any]] = ()
+    # (repository, old, new) of each push attempt -> whether old is new or an ancestor of it (a fast-forward),
+    # None when new is neither an object of the origin nor a governed commit the kit computed (COMMIT-2)
+    fast_forward: Mapping[tuple[str, str, str], bool | None] = field(default_factory=dict)
 
 
 def mismatch(clause: str, pointer: str, expected: Any, actual: Any, note: str) -> Mismatch:

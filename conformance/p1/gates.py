@@ -1,7 +1,10 @@
 """The nine P1 gates (docs/spec/p1.md, section 17) and the table every report carries.
 
-A gate passes for a worker when at least one of its scenarios ran in the profile and nothing counts
-against it (``implicates``). A gate none of whose scenarios ran is *not run*, never passed.
+A gate passes for a worker only when at least one of its scenarios ran in the profile, every one of its
+claimed scenarios ran and passed, and nothing counts against it (``implicates``): a failed or errored
+scenario fails every gate it names, and a failed check fails the gates of its clause in any scenario. A gate
+with a claimed scenario that did not run is *not run*; a gate all of whose scenarios were not claimed is
+*not claimed*; a gate with no scenario in the run is *not run*. None of them is ever passed.
 """
 
 from __future__ import annotations
@@ -106,9 +109,19 @@ def scenario_clauses(own: Sequence[str], gates: Sequence[str]) -> tuple[str, ...
     return tuple(own) + tuple(clause for clause in dict.fromkeys(extra) if clause not in own)
 
 
+# The outcomes of a scenario that did not run although it was claimed: the kit could not run it on this
+# machine, or the worker declined it. Neither is a pass.
+UNRAN = frozenset({Outcome.NOT_RUN, Outcome.SKIPPED})
+
+
 @dataclass(frozen=True, slots=True)
 class GateRow:
-    """One line of the gate table."""
+    """One line of the gate table.
+
+    *scenarios* counts the scenarios that name the gate; *passed* those of them that ran and passed;
+    *failed* the scenarios that count against it (its own and others); *not_run* those of its scenarios
+    that did not run for any reason, of which *not_claimed* were not claimed.
+    """
 
     gate: str
     scenarios: int
@@ -117,13 +130,20 @@ class GateRow:
     not_run: int
     clauses: tuple[str, ...]
     attested: str
+    not_claimed: int = 0
 
     @property
     def verdict(self) -> str:
-        """``failed`` if a scenario counts against the gate, ``passed`` if one passed, else ``not run``."""
+        """``failed`` if a scenario counts against the gate; else ``not run`` if a claimed scenario did not
+        run; else ``passed`` if one ran (and so all that ran passed); else ``not claimed`` if it has
+        scenarios, none of them claimed; else (no scenario at all) ``not run``."""
         if self.failed:
             return "failed"
-        return "passed" if self.passed else "not run"
+        if self.not_run > self.not_claimed:
+            return "not run"
+        if self.passed:
+            return "passed"
+        return "not claimed" if self.not_claimed else "not run"
 
     def to_dict(self) -> dict[str, Any]:
         """The row as the report's JSON carries it."""
@@ -134,6 +154,7 @@ class GateRow:
             "passed": self.passed,
             "failed": list(self.failed),
             "notRun": self.not_run,
+            "notClaimed": self.not_claimed,
             "clauses": list(self.clauses),
             "attested": self.attested,
         }
@@ -142,23 +163,19 @@ class GateRow:
 def implicates(result: CaseResult, gate: str, gate_clauses: Sequence[str], named: Sequence[str]) -> bool:
     """Whether a result counts against *gate* (docs/spec/p1.md, section 17).
 
-    A failed check counts against the gates whose clauses include the check's clause, whichever scenario
-    it failed in; a scenario's own expectations (its `expect`) count against every gate it names; and a
-    scenario with no usable answer, or whose failures cite no clause, counts against every gate it names.
+    A failed or errored scenario counts against every gate it names, whatever its mismatches cite (a
+    scenario failed on a clause of no gate, or on none, still proves nothing for its gates). A failed check
+    also counts against the gates whose clauses include the check's clause, in whichever scenario it
+    failed, since the kit checks some clauses on every scenario; a scenario's own expectations (its
+    `expect`) count only against the gates it names.
     """
-    if result.outcome is Outcome.ERRORED:
-        return gate in named
+    if result.outcome not in (Outcome.FAILED, Outcome.ERRORED):
+        return False
+    if gate in named:
+        return True
     if result.outcome is not Outcome.FAILED:
         return False
-    if not any(m.clause for m in result.mismatches):
-        return gate in named
-    for mismatch in result.mismatches:
-        if mismatch.pointer.startswith("/expect"):
-            if gate in named:
-                return True
-        elif mismatch.clause in gate_clauses:
-            return True
-    return False
+    return any(m.clause in gate_clauses for m in result.mismatches if not m.pointer.startswith("/expect"))
 
 
 def gate_table(
@@ -170,17 +187,18 @@ def gate_table(
     for gate, (core, strict, attested) in GATES.items():
         clauses = core + (strict if profile == "strict" else ())
         mine = [r for r in chosen if gate in gates_of[r.case_id]]
-        ran = [r for r in mine if r.outcome not in (Outcome.NOT_CLAIMED, Outcome.SKIPPED)]
         failed = tuple(r.case_id for r in chosen if implicates(r, gate, clauses, gates_of[r.case_id]))
+        not_claimed = sum(1 for r in mine if r.outcome is Outcome.NOT_CLAIMED)
         rows.append(
             GateRow(
                 gate=gate,
                 scenarios=len(mine),
-                passed=sum(1 for r in ran if r.case_id not in failed),
+                passed=sum(1 for r in mine if r.outcome is Outcome.PASSED),
                 failed=failed,
-                not_run=len(mine) - len(ran),
+                not_run=not_claimed + sum(1 for r in mine if r.outcome in UNRAN),
                 clauses=clauses,
                 attested=attested,
+                not_claimed=not_claimed,
             )
         )
     return tuple(rows)

@@ -41,6 +41,7 @@ class _Matrix:
     def __init__(self, case: MatrixCase, factory: Factory, profile: str) -> None:
         self.case, self.factory, self.profile = case, factory, profile
         self.visited: list[tuple[str, ...]] = []  # the points each converged run crashed at
+        self.blocks = 0  # failpoints the worker blocked at over every run, converged or not
         self.failed: CaseResult | None = None
         self.firsts = 0  # first crashes whose recovery path was crashed in turn
 
@@ -50,7 +51,9 @@ class _Matrix:
         try:
             result = run_steps(self.case, self.factory, self.profile, steps, blocked)
         except Unreached:
+            self.blocks += len(blocked)
             return (*blocked, "")  # "" marks the armed point that was never reached
+        self.blocks += len(blocked)
         if not result.ok:
             where = " then ".join(blocked) or label
             note = f"crash matrix, run {len(self.visited) + 1} ({label}: {where}): {result.message}"
@@ -81,6 +84,8 @@ def run_matrix(case: Any, factory: Factory, profile: str) -> CaseResult:
         done = _loop(matrix, lambda n: [*_crash(any_failpoint(n)), *_CONVERGE], "first crash")
     else:
         done = _recovery_loops(matrix)
+    if done and not matrix.visited:  # the loop ended with no crash point visited: it proved nothing
+        return _visited_nothing(matrix)
     for point in case.kit_points if done else ():
         steps: list[dict[str, Any]] = [{"fault": {"fault": "KillPoint", "name": point}}, {"start": {}}]
         steps.append({"wait": "killed"})
@@ -93,6 +98,31 @@ def run_matrix(case: Any, factory: Factory, profile: str) -> CaseResult:
         message = f"the worker still reached a new failpoint after {case.limit} points: the loop never ends"
         return result_for(case, Outcome.FAILED, message=message, mismatches=(Mismatch("", case.limit, None, "FPT-5"),))
     return result_for(case, Outcome.PASSED, message=matrix.summary(started), fault_model=KILL_MODEL)
+
+
+def _visited_nothing(matrix: _Matrix) -> CaseResult:
+    """FPT-5: a matrix whose loop ended without one converged run at a crash point fails, never passes empty."""
+    case = matrix.case
+    armed = repr(case.tear) if case.tear else "hit 1 of any failpoint ('*')"
+    if matrix.blocks:  # two crashes: the first crashes blocked, no recovery after them did
+        message = (
+            f"the matrix visited 0 crash points: the worker blocked at {matrix.blocks!r} first crash(es), but "
+            "after each the restarted worker never blocked at any failpoint site of its recovery it was armed at"
+        )
+        actual = f"{matrix.blocks} first crash(es), no crash in recovery"
+    else:
+        message = (
+            f"the worker never blocked at any failpoint site it was armed at: armed at {armed}, it went idle "
+            "without blocking, so the matrix visited 0 crash points"
+        )
+        actual = "idle, never blocked"
+    return result_for(
+        case,
+        Outcome.FAILED,
+        message=f"{message} (FPT-5)",
+        mismatches=(Mismatch("/wait/failpoint", "blocked at the armed failpoint site", actual, "FPT-5"),),
+        fault_model=KILL_MODEL,
+    )
 
 
 def _loop(matrix: _Matrix, steps_for: Callable[[int], list[dict[str, Any]]], label: str) -> bool:

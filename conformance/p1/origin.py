@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +42,43 @@ def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
     return git_bytes(args, cwd=cwd, env=env, stdin=stdin).decode("utf-8", "replace")
 
 
-def git_bytes(
+def _run_git(
     args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None
-) -> bytes:
-    """Run one git command and return its stdout unchanged."""
+) -> subprocess.CompletedProcess[bytes]:
     exe = shutil.which("git")
     if exe is None:
         raise GitError("git is not on PATH; the P1 scenarios need a real git")
     full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     full_env.setdefault("GIT_CONFIG_GLOBAL", os.devnull)
     try:
-        done = subprocess.run(
+        return subprocess.run(
             [exe, *args], cwd=cwd, env=full_env, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, check=False
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args)} took longer than {_GIT_TIMEOUT:.0f} s") from None
+
+
+def git_bytes(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+) -> bytes:
+    """Run one git command and return its stdout unchanged."""
+    done = _run_git(args, cwd=cwd, env=env, stdin=stdin)
     if done.returncode != 0:
         words = done.stderr.decode("utf-8", "replace").strip()[-2000:]
         raise GitError(f"git {' '.join(args)} failed with exit {done.returncode}: {words}")
     return done.stdout
+
+
+def read_refs(repository: Path) -> dict[str, str]:
+    """Every ref of a repository (branches, tags and any other, as ``git for-each-ref`` lists them) -> the
+    object it names."""
+    out = git(["for-each-ref", "--format=%(refname) %(objectname)"], cwd=repository)
+    refs = {}
+    for line in out.splitlines():
+        ref, _, oid = line.partition(" ")
+        if ref:
+            refs[ref] = oid
+    return refs
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +89,7 @@ class Origin:
     branch: str
     base_oid: str
     later_oid: str | None = None  # a second commit above the base, on the branch "later", when asked for
+    made: Mapping[str, str] = field(default_factory=dict)  # every ref the kit made -> the object it made it at
 
     @property
     def url(self) -> str:
@@ -89,6 +108,16 @@ class Origin:
             return git(["rev-parse", "--verify", "--quiet", ref], cwd=self.path).strip() or None
         except GitError:
             return None
+
+    def refs(self) -> dict[str, str]:
+        """Every ref of the repository now (branches, tags and any other) -> the object it names."""
+        return read_refs(self.path)
+
+    def is_ancestor(self, old: str, new: str) -> bool | None:
+        """Whether commit *old* is *new* or an ancestor of it (an update from one to the other is a
+        fast-forward); None when git cannot tell, for instance because the origin lacks one of them."""
+        done = _run_git(["merge-base", "--is-ancestor", old, new], cwd=self.path)
+        return {0: True, 1: False}.get(done.returncode)
 
     def commits_since(self, oid: str, branch: str | None = None) -> list[str]:
         """The commits on a branch that are not reachable from *oid*, oldest first."""
@@ -173,6 +202,6 @@ def create_origin(
         hook = hooks / mode
         hook.write_text(_hook_script(sys.executable, mode), encoding="utf-8", newline="\n")
         hook.chmod(0o755)
-    origin = Origin(path=bare, branch=branch, base_oid=base, later_oid=later_oid)
+    origin = Origin(path=bare, branch=branch, base_oid=base, later_oid=later_oid, made=read_refs(bare))
     origin.govern({})
     return origin

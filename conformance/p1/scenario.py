@@ -30,7 +30,7 @@ from resumekit.conformance.p1.cp_core import KitError
 from resumekit.conformance.p1.cp_faults import FaultError
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError
-from resumekit.conformance.p1.worker import Factory, Worker
+from resumekit.conformance.p1.worker import Factory, Worker, end_case
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_digest, open_world
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Outcome
@@ -134,7 +134,11 @@ def _drive(
     decoy_before = decoy_digest(world)
     for index, step in enumerate(steps):
         _take(drive, index, step)
-    return _verdict(drive, _gather(drive, profile, decoy_before))
+    gathered = _gather(drive, profile, decoy_before)
+    # Every process the case started ends before the verdict; one that outlived its worker fails WRK-5.
+    note = end_case(case, world, (worker, second), profile)
+    drive.summary = "; ".join(part for part in (drive.summary, note) if part) or None
+    return _verdict(drive, gathered)
 
 
 def _take(drive: verbs.Drive, index: int, step: Mapping[str, Any]) -> None:
@@ -165,10 +169,13 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_che
         second.read_settings()
         second_rows = second.read_journal()
         world.second_snapshots.append(evidence.Snapshot.of(second_rows))
+    facts = _control_evidence(control, world)
     return evidence_checks.Evidence(
         rows=rows,
         snapshots=tuple(world.snapshots),
-        **_control_evidence(control, world),
+        **facts,
+        # every ref of every origin, read once after the last step (CP-17, COMMIT-3), and the pushes placed
+        **evidence.origin_evidence(world.origins, control.log(), facts["tasks"]),
         expected=_expected(control, world),
         caches={task_id: evidence.read_cache(world.state_dir, task_id) for task_id in {r["task_id"] for r in rows}},
         idle=drive.last_wait == "idle",
@@ -184,6 +191,10 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_che
 def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence) -> CaseResult:
     """The scenario's result: passed, or failed with the moment problems and the checks that failed."""
     case, world = drive.case, drive.world
+    broken = drive.control.check_errors()
+    if broken:  # a check that was to be made at a moment was not: no verdict can stand on it
+        message = f"the kit could not make {len(broken)} moment check(s): {broken[0]}"
+        return drive.worker.fail(message, outcome=Outcome.ERRORED)
     names = {name: template["task_id"] for name, template in case.tasks.items()}
     verdict = evidence_checks.judge(case.expect, names, gathered)
     mismatches = tuple(world.moment_problems) + tuple(verdict)

@@ -16,7 +16,7 @@ from typing import Any
 from resumekit.conformance.p1.cases import SoakCase
 from resumekit.conformance.p1.scenario import run_steps
 from resumekit.conformance.p1.worker import Factory, any_failpoint
-from resumekit.conformance.results import CaseResult
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 
 SHRINK_STEPS = 6  # reruns a failing soak may spend on bisecting its rounds
 
@@ -54,16 +54,21 @@ def run_soak(case: SoakCase, factory: Factory, profile: str, seed: int, adapter_
     steps = soak_steps(case, seed)
     scripted = sum(1 for step in steps if "fault" in step)
     stats: dict[str, int] = {}
-    result = run_steps(case, factory, profile, steps, None, stats)
-    fired = scripted - stats.get("unfired", 0)
+    blocked: list[str] = []  # the failpoints the worker blocked at, each followed by its round's kill
+    result = run_steps(case, factory, profile, steps, blocked, stats)
+    kills, fired = stats.get("kills", 0), scripted - stats.get("unfired", scripted)
     summary = (
-        f"{len(case.issue)} tasks, seed {seed}: {stats.get('kills', 0)} worker kills and {fired} control-plane "
-        f"faults fired ({scripted} scripted), {stats.get('kills', 0) + fired} faults in "
+        f"{len(case.issue)} tasks, seed {seed}: {kills} worker kills ({len(blocked)} at a failpoint) and {fired} "
+        f"control-plane faults fired ({scripted} scripted), {kills + fired} faults in "
         f"{time.monotonic() - started:.0f} s"
     )
-    if result.ok:
-        return dataclasses.replace(result, message=summary)
     replay = f"resumekit run --adapter {shlex.quote(adapter_spec)} --kind p1-campaign --only {case.id} --seed {seed}"
+    if result.ok:
+        result = _vacuous(result, case, len(blocked), kills, fired, scripted)
+        if result.ok:
+            return dataclasses.replace(result, message=summary)
+        # Converged, but over nothing: a shorter prefix of the rounds would be as empty, so no bisecting.
+        return dataclasses.replace(result, message=f"soak failed ({summary}): {result.message}", replay=replay)
     rounds = _shrink(case, factory, profile, seed, started + case.budget)
     shrunk = (
         f"; the first {rounds} of its {case.rounds} rounds already fail (set rounds: {rounds} in a copy of the "
@@ -73,6 +78,37 @@ def run_soak(case: SoakCase, factory: Factory, profile: str, seed: int, adapter_
     )
     message = f"soak failed ({summary}): {result.message}{shrunk}"
     return dataclasses.replace(result, message=message, replay=replay)
+
+
+def _vacuous(result: CaseResult, case: SoakCase, blocks: int, kills: int, fired: int, scripted: int) -> CaseResult:
+    """A converged soak that crashed no worker at a failpoint (FPT-5) or fired no fault (FPT-4) proved
+    nothing: failed, never passed."""
+    mismatches = []
+    if not blocks:
+        mismatches.append(
+            Mismatch(
+                "/soak/kills",
+                "a worker kill at a failpoint",
+                f"{kills} kills, none at a failpoint",
+                "FPT-5",
+                f"no worker kill was at a failpoint: armed at a random hit of any failpoint ('*') in each of its "
+                f"{case.rounds!r} rounds, the worker never blocked at one, and {kills!r} kills found it idle",
+            )
+        )
+    if not fired:
+        mismatches.append(
+            Mismatch(
+                "/soak/faults",
+                "a control-plane fault fired",
+                f"0 of {scripted} fired",
+                "FPT-4",
+                f"no control-plane fault fired: {scripted!r} were scripted, and the worker converged without any",
+            )
+        )
+    if not mismatches:
+        return result
+    notes = "; ".join(f"{m.note} ({m.clause})" for m in mismatches)
+    return dataclasses.replace(result, outcome=Outcome.FAILED, mismatches=tuple(mismatches), message=notes)
 
 
 def _shrink(case: SoakCase, factory: Factory, profile: str, seed: int, deadline: float) -> int:

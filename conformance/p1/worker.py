@@ -3,7 +3,9 @@
 A new adapter process runs the worker after every kill. The handle arms the worker's failpoints and disk
 faults, confirms that a worker blocked where the failpoint catalog says and in the durable state it names
 (FPT-2), kills only a process the process guard says the kit may kill, and reaps it; under power loss each
-kill is a power cut, after which every cache must be a whole version (CACHE-3).
+kill is a power cut, after which every cache must be a whole version (CACHE-3). Every adapter process of a
+case carries the case's marker in its environment; before the verdict ``end_case`` ends the adapters' trees
+and then every marked process left, which fails WRK-5 by name (``_process.escaped``, Linux).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
+from resumekit.conformance._process import MARKER, Escaped, NotInTree, plausible_pid, sweep_marked, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
+from resumekit.conformance.adapters.factory import with_marker
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.p1 import _tool, evidence, evidence_checks
@@ -31,6 +34,7 @@ Factory = Callable[[], ProcessAdapter]
 
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
 WAIT_SLICE_MS = 1000
+ESCAPE_GRACE_S = 5.0  # how long what a worker started may take to end once its adapter's tree has (WRK-5)
 
 
 def any_failpoint(hit: int) -> dict[str, Any]:
@@ -50,7 +54,9 @@ class Worker:
         label: str = "w",
         home: tuple[Path, Path] | None = None,
     ) -> None:
-        self.case, self.factory, self.world, self.control = case, factory, world, control
+        self.case, self.world, self.control = case, world, control
+        # Every adapter process of the world carries its token, so that what they leave can be found (WRK-5).
+        self.factory = with_marker(factory, world.case_token)
         # A scenario's second worker has names of its own (b1, b2, ...) and its own pair of directories
         # (WRK-1: a pair serves one worker); kill points and power cuts stay the first worker's.
         self.label = label
@@ -68,10 +74,11 @@ class Worker:
         self.disk_fault: Mapping[str, Any] | None = None  # armed on the current worker (p1.disk-faults)
         self.tool = False  # the current worker runs the kit's tool (p1.tools)
         self.exited = False
+        self.tail = ""  # the stderr tail of the adapter that close() ended, for a failure after it
 
     def fail(self, message: str, *mismatches: Mismatch, outcome: Outcome = Outcome.FAILED) -> CaseResult:
         """The scenario's result when it ends here: *outcome*, with the adapter's stderr tail."""
-        tail = self.adapter.stderr_tail() if self.adapter else ""
+        tail = (self.adapter.stderr_tail() if self.adapter else "") or self.tail
         return result_for(
             self.case,
             outcome,
@@ -99,7 +106,7 @@ class Worker:
         if self.adapter is None or self.adapter.process is None or self.adapter.process.poll() is not None:
             if self.adapter is not None:
                 self.adapter.kill()
-            self.adapter = self.factory()
+            self.adapter, self.tail = self.factory(), ""
             try:
                 info = self.adapter.start()
             except AdapterStartError as error:
@@ -454,10 +461,58 @@ class Worker:
             raise Abort(self.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
 
     def close(self) -> None:
-        """Close the adapter, if one still runs."""
+        """Close the adapter, if one still runs, and end its tree; its stderr tail stays for a later failure."""
         if self.adapter is not None:
+            process = self.adapter.process
             self.adapter.close()
+            if process is not None:
+                self.tail = process.stderr_tail()
             self.adapter = None
+
+
+def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None], profile: str) -> str | None:
+    """Before the verdict, every process the case started ends (WRK-5); a sentence for the report, if any.
+
+    The kit's tool is told to stop (whether it outlived a worker is the WRK-5 watch's to judge), each worker's
+    adapter is closed and its tree ended, and so are the trees of adapters killed with the tool. Every process
+    still marked with the world's token ``ESCAPE_GRACE_S`` later (Linux) is then stopped, named and killed: a
+    WRK-5 mismatch each in the strict profile, a sentence of the message in core, where WRK-5 does not bind.
+    """
+    if world.tool_flag is not None:
+        with contextlib.suppress(OSError):
+            world.tool_flag.unlink()
+    for worker in workers:
+        if worker is not None:
+            worker.close()
+    for process in world.held:
+        with contextlib.suppress(OSError):
+            process.kill()
+    world.held.clear()
+    sweep = sweep_marked(world.case_token, ESCAPE_GRACE_S)
+    if not sweep.looked:
+        cited = "WRK-5" in case.clauses
+        return f"processes that outlived the worker were not looked for: {sweep.reason}" if cited else None
+    if not sweep.escaped:
+        return None
+    if profile != "strict":
+        named = "; ".join(left.describe() for left in sweep.escaped)
+        return (f"the kit killed {len(sweep.escaped)} process(es) the worker left running, which WRK-5 (strict) "
+                f"forbids: {named}")
+    world.moment_problems.extend(_outlived(index, left) for index, left in enumerate(sweep.escaped))
+    return None
+
+
+def _outlived(index: int, left: Escaped) -> Mismatch:
+    """WRK-5: a process of the case, marked in its environment, still ran once the worker's processes had ended."""
+    note = (
+        f"{left.describe()}: it carried the case's {MARKER} and still ran {ESCAPE_GRACE_S:g} s after the worker's "
+        "adapter and its tree had ended, so a process the worker started outlived it "
+        + ("(the kit killed it)" if left.ended else "(the kit's SIGKILL has not ended it)")
+    )
+    actual = {"pid": left.pid, "command": left.command(), "cwd": left.cwd, "state": left.state,
+              "files": list(left.files)}
+    return Mismatch(f"/processes/outlived/{index}", "no process of the case once its worker's had ended", actual,
+                    "WRK-5", note)
 
 
 def _disk_text(fault: Mapping[str, Any]) -> str:

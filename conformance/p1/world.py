@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import _files
-from resumekit.conformance._process import LineProcess
+from resumekit.conformance._process import LineProcess, new_token, sweep_marked
 from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.p1 import evidence
@@ -76,6 +76,8 @@ class World:
     # worker name -> (workspace root, state directory), for a scenario's second worker (its own pair)
     homes: dict[str, tuple[Path, Path]] = field(default_factory=dict)
     second_snapshots: list[evidence.Snapshot] = field(default_factory=list)
+    # in the environment of every adapter process of this world (RESUMEKIT_CASE_TOKEN), to find what they left
+    case_token: str = field(default_factory=new_token)
 
     @property
     def kill_model(self) -> str:
@@ -120,7 +122,8 @@ def task_from(
 
 @contextlib.contextmanager
 def open_world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[World]:
-    """Make the scenario's world in a scratch directory, and remove all of it (and the tools left) after."""
+    """Make the scenario's world in a scratch directory, and remove all of it (and the tools and every process
+    marked with the world's token left) after."""
     root = _files.scratch("p1")
     layer = None
     try:
@@ -137,6 +140,8 @@ def open_world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[W
             yield world
         finally:
             end_tools(world)
+            # Whatever ended the run (a verdict, a step that failed), nothing marked as the world's outlives it.
+            sweep_marked(world.case_token, 0.0)
     finally:
         if layer is not None:
             layer.stop()

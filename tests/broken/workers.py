@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import git, journal
@@ -473,6 +475,17 @@ class ReusesCommitDoneAcrossBindings(_Tracked):
         return True
 
 
+class IgnoresTheAnyFailpoint(_Tracked):
+    """Claims p1.failpoint-any but never blocks where the name ``*`` is armed: a failpoint armed by name still
+    stops it, so every named crash scenario passes, and only a crash matrix, which arms ``*``, finds it (FPT-5)."""
+
+    def _failpoint(self, name: str) -> None:
+        armed = getattr(self.control, "_armed", None)  # the reference Control's armed (name, hit), if any
+        if armed is not None and armed[0] == "*":
+            return
+        super()._failpoint(name)
+
+
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
@@ -544,8 +557,128 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
 }
 
 
+# Bugs that leave every scenario passing and only make a campaign vacuous; tests/test_broken_workers.py runs
+# each through the smallest crash matrix and the soak, which must fail instead of passing with nothing visited.
+CAMPAIGN_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "ignores-the-any-failpoint": (
+        IgnoresTheAnyFailpoint,
+        "claims p1.failpoint-any but never blocks at a failpoint armed as '*', so no matrix crash happens (FPT-5)",
+    ),
+}
+
+
+def _write_origin(attempt: reference.Attempt, cwd: Path, *args: str) -> None:
+    """Run git straight on the attempt's origin repository, behind its hook's back (CP-17 forbids it)."""
+    origin = Path(url2pathname(urlparse(str(attempt.task["origin_url"])).path))
+    git.run(["--git-dir", str(origin), *args], cwd=cwd)
+
+
+class ResetsTheBranchAfterItsCommit(_Tracked):
+    """Once its commit task is submitted and released, sets the origin's target branch back to the base,
+    writing the repository directly (COMMIT-3, CP-17): every request and row is the reference's."""
+
+    def _finish(self, attempt: reference.Attempt) -> None:
+        super()._finish(attempt)
+        last = attempt.last
+        if last.phase == "result_submitted" and last.commit_oid is not None:
+            _write_origin(attempt, self.config.state_dir, "update-ref", f"refs/heads/{last.target_branch}",
+                          last.base_oid)
+
+
+class CreatesARefOnTheOrigin(_Tracked):
+    """Once its commit task is submitted, pushes a tag of the governed commit, and when the origin refuses
+    it, writes the tag into the repository itself (COMMIT-2 and COMMIT-3, CP-17)."""
+
+    def _finish(self, attempt: reference.Attempt) -> None:
+        super()._finish(attempt)
+        last = attempt.last
+        if last.phase != "result_submitted" or last.commit_oid is None:
+            return
+        tag, url = f"refs/tags/{last.task_id}-done", str(attempt.task["origin_url"])
+        root = self.config.workspace_root
+        name = git.prepare_workspace(root, attempt.task)  # a clone: it holds C, which the branch holds now
+        try:
+            with contextlib.suppress(git.GitError):  # the origin's hook refuses a creation
+                git.run(["push", "--quiet", "--no-verify", url, f"{last.commit_oid}:{tag}"], cwd=root / name)
+        finally:
+            shutil.rmtree(root / name, ignore_errors=True)
+        _write_origin(attempt, self.config.state_dir, "update-ref", tag, last.commit_oid)
+
+
+class ForcesAfterARefusedPush(_Tracked):
+    """When the plain push of its governed commit is refused, pushes it again with ``--force`` (COMMIT-2)."""
+
+    def _governed_commit(self, attempt: reference.Attempt, path: Path, oid: str) -> None:
+        plain = git.push
+
+        def push_then_force(where: Path, url: str, commit: str, branch: str) -> bool:
+            if plain(where, url, commit, branch):
+                return True
+            try:
+                git.run(["push", "--quiet", "--force", "--no-verify", url, f"{commit}:refs/heads/{branch}"], cwd=where)
+            except git.GitError:
+                return False
+            return True
+
+        with _patched(git, "push", push_then_force):
+            super()._governed_commit(attempt, path, oid)
+
+
+# Bugs of the origin that one golden scenario catches each; tests/test_attack.py runs them with ATTACK_BUGS.
+ATTACK_BUGS.update({
+    "resets-the-branch-after-its-commit": (
+        ResetsTheBranchAfterItsCommit,
+        "sets the target branch back to the base after its governed commit, behind the origin's hook (COMMIT-3)",
+    ),
+    "creates-a-ref-on-the-origin": (
+        CreatesARefOnTheOrigin,
+        "pushes a tag of its commit and, refused, writes the tag into the origin itself (COMMIT-2, COMMIT-3)",
+    ),
+    "forces-after-a-refused-push": (
+        ForcesAfterARefusedPush,
+        "pushes its governed commit again with --force after the origin refused the plain push (COMMIT-2)",
+    ),
+})
+
+
+# A daemon as a careless worker starts one: it forks, leaves the session, forks again (so that it is nobody's
+# child and in no group the kit ends) and appends to a file in the workspace root every 50 ms, for 30 s at
+# most and only while the root is there, so that it ends by itself even if nothing kills it.
+DAEMON_FILE = "left-by-a-daemon.txt"
+_DAEMON = f"""# resumekit broken worker: a daemon that outlives it
+import os, sys, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+root, until = sys.argv[1], time.monotonic() + 30
+while time.monotonic() < until and os.path.isdir(root):
+    with open(os.path.join(root, {DAEMON_FILE!r}), "a", encoding="utf-8") as out:
+        out.write(f"daemon pid {{os.getpid()}}\\n")
+    time.sleep(0.05)
+"""
+
+
+class LeavesADaemon(_Tracked):
+    """Starts a daemon at every startup that double-forks, calls setsid and keeps writing into the workspace
+    root: no keeper, group or job of the worker holds it, so it outlives the worker (WRK-5). POSIX only."""
+
+    def _startup(self) -> None:
+        subprocess.run([sys.executable, "-c", _DAEMON, str(self.config.workspace_root)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=10)
+        super()._startup()
+
+
+if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
+    BUGS["leaves-a-daemon"] = (
+        LeavesADaemon,
+        "starts a daemon that double-forks, leaves the session and keeps writing into the workspace root (WRK-5)",
+    )
+
+
 def main(argv: list[str]) -> int:
-    every = {**BUGS, **ATTACK_BUGS}
+    every = {**BUGS, **ATTACK_BUGS, **CAMPAIGN_BUGS}
     if len(argv) != 2 or argv[1] not in every:
         print(f"usage: python -m tests.broken.workers {{{','.join(every)}}}", file=sys.stderr)
         return 2

@@ -1,0 +1,188 @@
+"""The P1 checks of the origins: the governed push is the only change a worker makes to them (COMMIT-2,
+COMMIT-3; p1-control-plane.md CP-17).
+
+Every push attempt that reached an origin is a plain update of a task's target branch: never another ref,
+never a deletion, never a forced update (COMMIT-2). And once the last step is done, every ref of every
+origin is where the kit made or moved it and the updates the origin's hook let land left it, and there is
+no other ref (COMMIT-3, CP-17), so a worker that writes an origin behind its hook's back (a branch reset
+after the governed commit, a tag or branch of its own) is seen there.
+
+Pure: the harness reads the origins and the control plane's log (``evidence.origin_evidence``); this module
+only judges what they hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from resumekit.conformance.p1.cp_state import ZERO
+from resumekit.conformance.p1.evidence_data import Evidence
+from resumekit.conformance.p1.evidence_data import mismatch as _m
+from resumekit.conformance.results import Mismatch
+
+# Why a ref must be where it is, by who set it last.
+_SET_BY = {
+    "made": "where the kit made it",
+    "kit": "where the kit moved it",
+    "push": "at the commit the origin's hook let land",
+}
+
+
+def origin_checks(ev: Evidence) -> list[Mismatch]:
+    """COMMIT-2 over every push attempt the origins saw, COMMIT-3 over every ref of every origin at the end."""
+    return push_checks(ev) + ref_checks(ev)
+
+
+def expected_refs(
+    repository: str, made: Mapping[str, str], updates: Sequence[Mapping[str, Any]]
+) -> dict[str, tuple[str, str]]:
+    """Where each ref of *repository* must be at the end, and who set it last (``made``, ``kit``, ``push``):
+    as the kit made them, then each change the kit made or the origin's hook let land, in order (an update to
+    the zero object name removes the ref)."""
+    want = {ref: (oid, "made") for ref, oid in made.items()}
+    for update in updates:
+        if update.get("repository") != repository:
+            continue
+        ref, new = str(update.get("ref")), str(update.get("new"))
+        if new == ZERO:
+            want.pop(ref, None)
+        else:
+            want[ref] = (new, str(update.get("by")))
+    return want
+
+
+def ref_checks(ev: Evidence) -> list[Mismatch]:
+    """COMMIT-3 and CP-17 after the last step: every origin's refs are exactly those the kit made, each where
+    the kit and the updates the origin's hook let land left it. Origins that were not read never pass."""
+    if not ev.origin_refs:
+        return [
+            _m(
+                "COMMIT-3",
+                "/origin/refs",
+                "every ref of every origin, read after the last step",
+                ev.origin_refs,
+                "the kit read no origin's refs, so nothing shows that the governed push was the only change",
+            )
+        ]
+    found = []
+    repositories = set(ev.kit_refs) | set(ev.origin_refs) | _task_repositories(ev.tasks)
+    for repository in sorted(repositories):
+        made, seen = ev.kit_refs.get(repository), ev.origin_refs.get(repository)
+        if made is None or seen is None:
+            found.append(
+                _m(
+                    "COMMIT-3",
+                    f"/origin/{repository}/refs",
+                    "the refs the kit made and those read after the last step",
+                    {"made": made, "read": seen},
+                    f"the origin of {repository!r} cannot be judged: the kit "
+                    + ("did not read its refs" if seen is None else "does not know the refs it made there"),
+                )
+            )
+            continue
+        want = expected_refs(repository, made, ev.ref_updates)
+        for ref in sorted(set(want) | set(seen)):
+            expected, by = want.get(ref, (None, ""))
+            actual = seen.get(ref)
+            if expected != actual:
+                where = f"/origin/{repository}/{ref}"
+                found.append(_m("COMMIT-3", where, expected, actual, _ref_note(repository, ref, expected, actual, by)))
+    return found
+
+
+def _ref_note(repository: str, ref: str, expected: str | None, actual: str | None, by: str) -> str:
+    """What is wrong with one ref of an origin, in words."""
+    if expected is None:
+        return (
+            f"{ref!r} on the origin of {repository!r} names {actual!r}, but neither the kit nor an update the "
+            "origin's hook let land made that ref: a worker pushes no other ref and changes the origin only "
+            "through the governed push (CP-17)"
+        )
+    if actual is None:
+        return (
+            f"{ref!r} on the origin of {repository!r} is gone; it must be {_SET_BY.get(by, by)}, {expected!r}: "
+            "a worker changes the origin only through the governed push (CP-17)"
+        )
+    return (
+        f"{ref!r} on the origin of {repository!r} is at {actual!r}, not {_SET_BY.get(by, by)}, {expected!r}: "
+        "something changed it behind the origin's hook, and a worker changes the origin only through the "
+        "governed push (CP-17)"
+    )
+
+
+def push_checks(ev: Evidence) -> list[Mismatch]:
+    """COMMIT-2 at the origin: every push attempt that reached it updates a task's target branch, is no
+    deletion, and is a fast-forward to a governed commit, never a forced update (its old value an ancestor
+    of its new one). A creation is left to the hook, which refuses it (CP-18)."""
+    found = []
+    targets = _target_refs(ev.tasks)
+    for index, push in enumerate(ev.pushes):
+        repository, ref = str(push.get("repository")), str(push.get("ref"))
+        old, new = str(push.get("old")), str(push.get("new"))
+        where = f"/origin/pushes/{index}"
+        if ref not in targets.get(repository, set()):
+            found.append(
+                _m(
+                    "COMMIT-2",
+                    f"{where}/ref",
+                    sorted(targets.get(repository, set())),
+                    ref,
+                    f"a push of {ref!r} reached the origin of {repository!r}, and no task has it for its target "
+                    "branch: a worker pushes no other ref (CP-17)",
+                )
+            )
+        elif new == ZERO:
+            found.append(
+                _m("COMMIT-2", f"{where}/new", "the governed commit", new,
+                   f"a push deleting {ref!r} reached the origin of {repository!r}")
+            )
+        elif old != ZERO:
+            found += _forward_check(where, repository, ref, old, new, ev.fast_forward)
+    return found
+
+
+def _forward_check(
+    where: str, repository: str, ref: str, old: str, new: str, placed: Mapping[tuple[str, str, str], bool | None]
+) -> list[Mismatch]:
+    """COMMIT-2 for one update of a target branch: a fast-forward of *old* to the governed commit, never forced."""
+    if (repository, old, new) not in placed:
+        note = f"the kit did not place the push of {new!r} to {ref!r}, so nothing shows it was a fast-forward"
+    elif placed[(repository, old, new)] is None:
+        note = (
+            f"a push of {new!r} to {ref!r} reached the origin of {repository!r}, an object that is neither on the "
+            "origin nor the governed commit of an attempt: no update to C"
+        )
+    elif placed[(repository, old, new)] is False:
+        note = (
+            f"a forced update of {ref!r} reached the origin of {repository!r}: {old!r} is not an ancestor of "
+            f"{new!r}, and a plain push never sends such an update"
+        )
+    else:
+        return []
+    return [_m("COMMIT-2", where, f"a fast-forward of {old!r} to the governed commit", new, note)]
+
+
+def _served(tasks: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Every attempt the control plane served, of every task (the current one where no list is given)."""
+    served = []
+    for facts in tasks.values():
+        listed = facts.get("attempts")
+        for task in listed if isinstance(listed, Sequence) else [facts.get("task")]:
+            if isinstance(task, Mapping):
+                served.append(task)
+    return served
+
+
+def _task_repositories(tasks: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The repositories the tasks name: an origin of each must have been read and judged."""
+    return {str(task["repository"]) for task in _served(tasks) if "repository" in task}
+
+
+def _target_refs(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, set[str]]:
+    """repository -> the full names of the target branches its tasks' attempts govern."""
+    targets: dict[str, set[str]] = {}
+    for task in _served(tasks):
+        if "repository" in task and "target_branch" in task:
+            targets.setdefault(str(task["repository"]), set()).add(f"refs/heads/{task['target_branch']}")
+    return targets

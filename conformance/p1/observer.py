@@ -25,18 +25,20 @@ class Observer:
         self.lock = threading.Lock()
 
     def _journal(self, worker: str | None = None) -> list[evidence.Row]:
+        """The journal as this request arrived, kept as a snapshot for JNL-4 (rows deleted before any wait
+        are seen); under power loss, the durable view, which is not kept: it may lag the live reads."""
         state_dir = self.world.home(worker)[1]
         if state_dir != self.world.state_dir:
             # A second worker's journal: never on the power-loss layer.
             try:
-                return evidence.read_journal(state_dir)
+                return self.world.observe_journal(lambda: evidence.read_journal(state_dir), second=True)
             except evidence.JournalUnreadable:
                 return []
         try:
             if self.world.layer is not None:
                 with self.lock:
                     return self.world.durable_journal()
-            return evidence.read_journal(self.world.state_dir)
+            return self.world.observe_journal(lambda: evidence.read_journal(self.world.state_dir))
         except (evidence.JournalUnreadable, LayerError):
             return []
 
@@ -54,6 +56,7 @@ class Observer:
             if worker == self.world.watch_for and self.world.watch is None:
                 # CLEAN-1: cleanup is done by the first request, which waits for this answer meanwhile.
                 self.world.watch = RootWatch(self.world.workspace_root, self.world.start_listing.get(worker, []))
+        self._journal(worker)  # what the journal held as the worker first spoke: the first snapshot of JNL-4
         before = [name for name in self.world.start_listing.get(worker, []) if name.startswith("task-")]
         now = set(evidence.listing(self.world.home(worker)[0]))
         left = sorted(name for name in before if name in now and name not in self.world.swapped)

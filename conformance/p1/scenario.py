@@ -162,13 +162,11 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_che
         announced = [e for e in control.log() if e.get("kind") == "tool_started"]
         world.moment_problems.extend(evidence_checks.tool_problems(announced, str(world.workspace_root.resolve())))
     worker.read_settings()
-    rows = worker.read_journal()
-    world.snapshots.append(evidence.Snapshot.of(rows))
+    rows = worker.observe_journal()
     second_rows: list[evidence.Row] = []
     if second is not None:
         second.read_settings()
-        second_rows = second.read_journal()
-        world.second_snapshots.append(evidence.Snapshot.of(second_rows))
+        second_rows = second.observe_journal()
     facts = _control_evidence(control, world)
     return evidence_checks.Evidence(
         rows=rows,

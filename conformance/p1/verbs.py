@@ -60,9 +60,7 @@ def wait(drive: Drive, worker: Worker, argument: str) -> None:
     worker.wait(argument, drive.deadline)
     if worker.primary:
         drive.last_wait = argument
-        drive.world.snapshots.append(evidence.Snapshot.of(worker.read_journal()))
-    else:
-        drive.world.second_snapshots.append(evidence.Snapshot.of(worker.read_journal()))
+    worker.observe_journal()
 
 
 def kill(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
@@ -104,7 +102,7 @@ def settle(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
         if not _expire_unrecorded(drive, worker.read_journal()):
             break
     drive.last_wait = "idle"
-    drive.world.snapshots.append(evidence.Snapshot.of(worker.read_journal()))
+    worker.observe_journal()
 
 
 def expire_unrecorded(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:

@@ -460,6 +460,10 @@ class Worker:
         except evidence.JournalUnreadable as error:
             raise Abort(self.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
 
+    def observe_journal(self) -> list[evidence.Row]:
+        """``read_journal``, its rows kept as a snapshot of this worker's journal for JNL-4."""
+        return self.world.observe_journal(self.read_journal, second=not self.primary)
+
     def close(self) -> None:
         """Close the adapter, if one still runs, and end its tree; its stderr tail stays for a later failure."""
         if self.adapter is not None:

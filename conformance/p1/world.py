@@ -78,6 +78,9 @@ class World:
     second_snapshots: list[evidence.Snapshot] = field(default_factory=list)
     # in the environment of every adapter process of this world (RESUMEKIT_CASE_TOKEN), to find what they left
     case_token: str = field(default_factory=new_token)
+    # Held while a journal is read and its snapshot kept: JNL-4 compares consecutive snapshots, so the
+    # snapshots must stand in the order of the reads, from the harness and the control plane's threads.
+    snapshot_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def kill_model(self) -> str:
@@ -94,6 +97,17 @@ class World:
             return evidence.read_journal(target)
         finally:
             _files.remove(target)
+
+    def observe_journal(self, read: Callable[[], list[evidence.Row]], *, second: bool = False) -> list[evidence.Row]:
+        """The rows *read* returns, kept as a snapshot of the first worker's journal (or the second's).
+
+        Reads are made one at a time under ``snapshot_lock``, so each snapshot holds what the journal held
+        no earlier than the one before it. A read that raises keeps nothing.
+        """
+        with self.snapshot_lock:
+            rows = read()
+            (self.second_snapshots if second else self.snapshots).append(evidence.Snapshot.of(rows))
+        return rows
 
     def home(self, worker: str | None) -> tuple[Path, Path]:
         """The workspace root and state directory of the worker behind a base-URL name."""

@@ -670,6 +670,28 @@ class LeavesADaemon(_Tracked):
         super()._startup()
 
 
+class ForgetsItsClaim(_Tracked):
+    """Once its result is submitted, deletes the attempt's claimed row, dropping the journal's guard first:
+    the final journal no longer shows it, and only a snapshot taken before the first wait can (JNL-4)."""
+
+    def _submitted(self, attempt: reference.Attempt) -> None:
+        super()._submitted(attempt)
+        first = attempt.first
+        with contextlib.closing(sqlite3.connect(self.journal.path)) as db:
+            db.execute("DROP TRIGGER IF EXISTS checkpoints_no_delete")
+            db.execute(
+                "DELETE FROM checkpoints WHERE task_id = ? AND attempt = ? AND phase = 'claimed'",
+                (first.task_id, first.attempt),
+            )
+            db.commit()
+
+
+ATTACK_BUGS["forgets-its-claim"] = (
+    ForgetsItsClaim,
+    "deletes an attempt's claimed row once its result is submitted, before the kit's first wait (JNL-4)",
+)
+
+
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
     BUGS["leaves-a-daemon"] = (
         LeavesADaemon,

@@ -99,6 +99,9 @@ class Contract:
     # Clauses that bind an implementation but have no golden case yet, and why: `validate` reports them
     # apart from uncited clauses, and a test keeps each list exact, so it can only shrink on purpose.
     not_yet_covered: Mapping[str, str] = field(default_factory=dict)
+    # Clauses of the binding documents that bind the kit itself (what it serves, how it gathers evidence):
+    # no case has to cite them, and `list --clauses` says so.
+    kit_clauses: tuple[str, ...] = ()
 
     def kind(self, name: str) -> Kind | None:
         """The kind called *name*, or None."""
@@ -297,6 +300,11 @@ def spec_paths(*, kit_side: bool | None = None) -> tuple[Path, ...]:
 def not_yet_covered() -> dict[str, str]:
     """Every contract's clauses that no golden case covers yet, with why."""
     return {clause: why for contract in registered() for clause, why in contract.not_yet_covered.items()}
+
+
+def kit_clauses() -> frozenset[str]:
+    """Every contract's clauses that bind the kit rather than an implementation (beside the kit's documents)."""
+    return frozenset(clause for contract in registered() for clause in contract.kit_clauses)
 
 
 def schema_dirs() -> tuple[Path, ...]:

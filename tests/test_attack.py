@@ -136,6 +136,8 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
 
 # The broken workers that one golden scenario catches: bug -> (the scenario, its gate, the clauses).
 STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
+    # Idle, it asks for work every 2 ms although each empty answer says to wait 20 ms.
+    "claims-in-a-hurry": ("p1-idle-worker-waits-between-claims", "WORKER_RESTART_RESUME", frozenset({"WRK-3"})),
     # The claimed row is gone by the first wait: only the snapshot taken as the submission arrived had it.
     "forgets-its-claim": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"JNL-4"})),
     # Deleting through the link empties <root>-evil, the sibling decoy: the decoy check cites CLEAN-2.

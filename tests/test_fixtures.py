@@ -135,7 +135,7 @@ def test_the_bundled_suite_is_large_unique_and_covers_every_clause() -> None:
     clauses = _spec_clauses()
     assert len(clauses) >= 150
     binding = _spec_clauses(kit_side=False)
-    uncited = [clause for clause in binding if clause not in suite.clauses]
+    uncited = [clause for clause in binding if clause not in suite.clauses and clause not in contracts.kit_clauses()]
     # Every clause that binds an implementation is cited, except the documented ones, and those exactly.
     assert sorted(uncited) == sorted(contracts.not_yet_covered())
     unknown = sorted(set(suite.clauses) - set(clauses))

@@ -228,3 +228,35 @@ def test_every_push_is_a_fast_forward_of_the_target_branch() -> None:
     # Without the tasks, no ref is a target branch: nothing passes.
     bare = dataclasses.replace(plain, tasks={})
     assert [m.pointer for m in checks.push_checks(bare)] == ["/origin/pushes/0/ref"]
+
+
+# -- WRK-3: claims paced by retry_after_ms -------------------------------------------------------------------
+
+
+def _claims(*claims: tuple[str, float | None, bool]) -> Any:
+    listed = [{"worker": worker, "arrived_ms": at, "empty": empty} for worker, at, empty in claims]
+    return dataclasses.replace(_evidence([]), claims=listed, retry_after_ms=20)
+
+
+def test_claims_that_wait_retry_after_ms_pass_and_none_at_all_is_nothing_to_judge() -> None:
+    from resumekit.conformance.p1.pacing_checks import pacing_checks
+
+    assert pacing_checks(_claims(("w1", 0.0, True), ("w1", 21.5, True), ("w1", 45.0, False))) == []
+    assert pacing_checks(_claims()) == []
+    # After a claim that got a task, the next may come at once; another process's claims are its own.
+    assert pacing_checks(_claims(("w1", 0.0, False), ("w1", 0.5, True), ("w2", 1.0, True))) == []
+
+
+def test_a_claim_sooner_than_retry_after_ms_after_an_empty_one_fails_wrk_3() -> None:
+    from resumekit.conformance.p1.pacing_checks import pacing_checks
+
+    (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", 2.0, True), ("w1", 4.5, True)))
+    assert found.clause == "WRK-3" and found.pointer == "/workers/w1/claims" and found.actual == 2.0
+    assert "2 claim(s) came sooner than retry_after_ms (20 ms)" in (found.note or "")
+
+
+def test_a_claim_whose_arrival_went_unrecorded_is_not_taken_as_paced() -> None:
+    from resumekit.conformance.p1.pacing_checks import pacing_checks
+
+    (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", None, True)))
+    assert found.clause == "WRK-3" and "unrecorded" in (found.note or "")

@@ -39,6 +39,7 @@ PURE_MODULES = (
     "resumekit.conformance.canonical",
     "resumekit.conformance.results",
     "resumekit.conformance.phase0.ledger_damage",
+    "resumekit.conformance.p1.pacing_checks",
     "resumekit.conformance.phase0.plan_checks",
     "resumekit.conformance.p1.canonical",
     "resumekit.conformance.p1.convergence_checks",

@@ -104,6 +104,9 @@ CONTRACT = Contract(
     summary=GATES,
     summarize=gate_rows,
     extra_capabilities=step_capabilities,
+    # The task's format is the control plane's to serve (the kit's), and EVID-1 to EVID-4 say how the kit
+    # gathers evidence: a worker can break none of them.
+    kit_clauses=("TASK-1", "EVID-1", "EVID-2", "EVID-3", "EVID-4"),
     not_yet_covered={
         "KEY-3": "the reference's own key formula: other workers may use any key with the properties of KEY-1",
     },

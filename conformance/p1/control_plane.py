@@ -149,6 +149,7 @@ class ControlPlane:
         )
         self._observer = observer
         self._check_errors: list[str] = []  # moment checks that raised: the scenario is then errored
+        self._born = time.monotonic()  # requests are stamped with their arrival in real time since (WRK-3)
         self._lock = threading.RLock()
         self._log_path = Path(log_path)
         self._log_file: IO[bytes] | None = None
@@ -292,6 +293,10 @@ class ControlPlane:
         with self._lock:
             return tuple(self._check_errors)
 
+    def retry_after_ms(self) -> int:
+        """How long, in real time, a worker must wait after a claim answered without a task (WRK-3)."""
+        return self._state.retry_after_ms
+
     def now_ms(self) -> int:
         """The control plane's clock, in milliseconds (the kit moves it; CP-12)."""
         with self._lock:
@@ -300,6 +305,7 @@ class ControlPlane:
     # ------------------------------------------------------------ the shell
 
     def _serve(self, request: core.Request) -> core.Outcome:
+        arrived_ms = round((time.monotonic() - self._born) * 1000, 1)
         with self._lock:
             plan = core.prepare(self._state, request)
             log = core.Log(self._state, plan.number)
@@ -309,6 +315,9 @@ class ControlPlane:
             heads = self._heads() if plan.needs_heads else {}
             checks = [(moment, self._moment(moment)) for moment in plan.moments]
             outcome = core.handle(self._state, request, plan, heads, checks)
+            for entry in outcome.entries:
+                if entry.get("kind") == "request":  # real time is the shell's to read, not the core's
+                    entry["arrived_ms"] = arrived_ms
             self._write(outcome.entries)
         if outcome.kill_point is not None and self._observer is not None:
             self._observer.on_kill_point(outcome.kill_point, outcome.kill_worker or "")

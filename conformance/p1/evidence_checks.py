@@ -38,6 +38,7 @@ from resumekit.conformance.p1.moment_checks import (
     watch_problems,
 )
 from resumekit.conformance.p1.origin_checks import origin_checks, push_checks, ref_checks
+from resumekit.conformance.p1.pacing_checks import pacing_checks
 from resumekit.conformance.p1.row_checks import (
     JOURNAL_MODES_OK,
     SYNCHRONOUS_OK,
@@ -100,6 +101,7 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found += key_checks(ev)
     found += lease_checks(ev)
     found += origin_checks(ev)
+    found += pacing_checks(ev)
     if ev.idle:
         found += idle_checks(ev)
     found += settings_checks(ev.settings)

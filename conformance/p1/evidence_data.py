@@ -46,6 +46,10 @@ class Evidence:
     # (repository, old, new) of each push attempt -> whether old is new or an ancestor of it (a fast-forward),
     # None when new is neither an object of the origin nor a governed commit the kit computed (COMMIT-2)
     fast_forward: Mapping[tuple[str, str, str], bool | None] = field(default_factory=dict)
+    # every claim request in log order: worker (its process's base-URL name), arrived_ms (real time, from
+    # the control plane's start), empty (answered without a task); and the wait WRK-3 asks after an empty one
+    claims: Sequence[Mapping[str, Any]] = ()
+    retry_after_ms: int = 0
 
 
 def mismatch(clause: str, pointer: str, expected: Any, actual: Any, note: str) -> Mismatch:

@@ -30,7 +30,7 @@ from resumekit.conformance.p1.cp_core import KitError
 from resumekit.conformance.p1.cp_faults import FaultError
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError
-from resumekit.conformance.p1.worker import Factory, Worker, end_case
+from resumekit.conformance.p1.worker import Factory, Worker, end_case, served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_digest, open_world
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Outcome
@@ -263,6 +263,7 @@ def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
     """The control plane's and the origins' side of the evidence, as plain data."""
     log = control.log()
     answered = {entry["request"]: entry for entry in log if entry.get("kind") == "request"}
+    served = served_requests(log)
     submissions = []
     for entry in log:
         if entry.get("kind") == "moment" and entry.get("check") == "submission":
@@ -286,9 +287,15 @@ def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
     for repository, branch in sorted(branches):
         leases += control.leases(repository, branch)
     pushes = [entry for entry in log if entry.get("kind") == "push"]
+    claims = [
+        {"worker": e.get("worker"), "arrived_ms": e.get("arrived_ms"), "empty": e.get("request") not in served}
+        for e in log
+        if e.get("kind") == "request" and e.get("endpoint") == "claim" and e.get("status") == 200
+    ]
     commits: dict[str, list[str]] = {}
     for task in world.tasks.values():
         if task["kind"] == "commit":
             origin = world.origins[task["repository"]]
             commits[task["task_id"]] = origin.commits_since(task["expected_branch_oid"], task["target_branch"])
-    return {"submissions": submissions, "tasks": tasks, "leases": leases, "pushes": pushes, "commits": commits}
+    facts = {"submissions": submissions, "tasks": tasks, "leases": leases, "pushes": pushes, "commits": commits}
+    return {**facts, "claims": claims, "retry_after_ms": control.retry_after_ms()}

@@ -535,13 +535,18 @@ def _latest_task_rows(state_dir: Path) -> list[evidence.Row]:
     return [row for row in rows if row["task_id"] == task_id]
 
 
+def served_requests(log: Sequence[Mapping[str, Any]]) -> set[Any]:
+    """The numbers of the requests answered with a task: a lease granted, or a duplicate, replayed or
+    conflicting delivery (a task, but no new lease)."""
+    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
+    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
+    return granted | {e.get("request") for e in log if e.get("kind") in delivered}
+
+
 def _empty_claim_since(log: Sequence[Mapping[str, Any]], since: int, worker: str | None = None) -> bool:
     """Whether a claim answered without a task came after the kit's last change (OUT-2), from *worker*
     if named (with two workers, one's empty claim says nothing of the other)."""
-    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
-    # Claims answered with a task but no new lease: a duplicate, replayed or conflicting delivery.
-    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
-    granted |= {e.get("request") for e in log if e.get("kind") in delivered}
+    granted = served_requests(log)
     return any(
         e.get("kind") == "request"
         and e.get("endpoint") == "claim"

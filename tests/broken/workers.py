@@ -692,6 +692,17 @@ ATTACK_BUGS["forgets-its-claim"] = (
 )
 
 
+class ClaimsInAHurry(_Tracked):
+    """Claims again 2 ms after a claim answered without a task, whatever retry_after_ms says (WRK-3)."""
+
+    def _claim_loop(self) -> None:
+        with _patched(self.control, "sleep", lambda seconds: type(self.control).sleep(self.control, 0.002)):
+            super()._claim_loop()
+
+
+ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
+
+
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
     BUGS["leaves-a-daemon"] = (
         LeavesADaemon,

@@ -259,6 +259,11 @@ def _expected(control: ControlPlane, world: World) -> dict[str, dict[str, Any]]:
     return expected
 
 
+def _told_to_wait(entry: Mapping[str, Any], served: set[Any]) -> bool:
+    """Whether a claim's answer reached the worker without a task, so that WRK-3's wait applies after it."""
+    return entry.get("request") not in served and entry.get("answer", "answer") != "drop"
+
+
 def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
     """The control plane's and the origins' side of the evidence, as plain data."""
     log = control.log()
@@ -288,7 +293,8 @@ def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
         leases += control.leases(repository, branch)
     pushes = [entry for entry in log if entry.get("kind") == "push"]
     claims = [
-        {"worker": e.get("worker"), "arrived_ms": e.get("arrived_ms"), "empty": e.get("request") not in served}
+        # Only an answer the worker got asks it to wait: a dropped one is a transport failure to it.
+        {"worker": e.get("worker"), "arrived_ms": e.get("arrived_ms"), "empty": _told_to_wait(e, served)}
         for e in log
         if e.get("kind") == "request" and e.get("endpoint") == "claim" and e.get("status") == 200
     ]

@@ -86,15 +86,9 @@ def run_schedule(
     The kills are dealt to up to ``STREAMS`` streams (``stream_kills``), each a writer and a ledger of
     its own, run on up to *jobs* threads. The first stream that fails, in stream order, is the result.
     """
-    if plan_checks.plain_prefix_expectation([_stream_event(case.template, n) for n in range(2)]) is None:
-        return _cited(
-            result_for(
-                case,
-                Outcome.ERRORED,
-                message=f"the template of {case.id!r} makes rows with tool facts or of several runs: the kit knows "
-                "the plan the spec demands of a stream only for rows without a function call or response",
-            )
-        )
+    refused = _unjudgeable(case)
+    if refused is not None:
+        return refused
     shares = stream_kills(kills)
     tally = _Tally()
 
@@ -117,7 +111,25 @@ def run_schedule(
         if outcome is not None:
             prefix = f"stream {number + 1} of {len(shares)} (its own ledger): " if len(shares) > 1 else ""
             return _cited(dataclasses.replace(outcome, message=prefix + (outcome.message or "")))
-    ledgers = f" over {len(shares)} ledgers" if len(shares) > 1 else ""
+    return _passed(case, kills, len(shares), tally, replay, power)
+
+
+def _unjudgeable(case: ScheduleCase) -> CaseResult | None:
+    """An errored result when the kit cannot say what plan the spec demands of the template's rows, else None."""
+    if plan_checks.plain_prefix_expectation([_stream_event(case.template, n) for n in range(2)]) is not None:
+        return None
+    message = (
+        f"the template of {case.id!r} makes rows with tool facts or of several runs: the kit knows "
+        "the plan the spec demands of a stream only for rows without a function call or response"
+    )
+    return _cited(result_for(case, Outcome.ERRORED, message=message))
+
+
+def _passed(
+    case: ScheduleCase, kills: int, streams: int, tally: _Tally, replay: str, power: PowerLoss | None
+) -> CaseResult:
+    """The schedule's passing result, its message saying what every kill and stream showed."""
+    ledgers = f" over {streams} ledgers" if streams > 1 else ""
     cuts = f" and power cuts ({_cut_counts(tally.cut_notes)})" if power is not None else ""
     passed = result_for(
         case,

@@ -260,3 +260,50 @@ def test_a_claim_whose_arrival_went_unrecorded_is_not_taken_as_paced() -> None:
 
     (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", None, True)))
     assert found.clause == "WRK-3" and "unrecorded" in (found.note or "")
+
+
+# -- FPT-2: the durable state at a failpoint, observed --------------------------------------------------------
+
+
+def _fp_row(seq: int, phase: str) -> dict[str, Any]:
+    return {"task_id": "t", "seq": seq, "phase": phase}
+
+
+def _cache_of(row: dict[str, Any]) -> tuple[str, Any]:
+    return "ok", {"cache_version": 1, **row}
+
+
+def test_a_cache_ahead_of_its_row_is_seen_before_the_row_and_after_it() -> None:
+    claimed, prepared = _fp_row(1, "claimed"), _fp_row(2, "workspace_prepared")
+    # Written before its row (CACHE-2): the cache names a seq the journal does not have yet.
+    ahead = checks.failpoint_state("before_workspace_prepared_row", [claimed], (), _cache_of(prepared))
+    assert ahead is not None and "ahead of the journal" in ahead[0] and ahead[1] == "CACHE-2"
+    early = checks.failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(prepared))
+    assert early is not None and "already shows" in early[0] and early[1] == "FPT-2"
+    assert checks.failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(claimed)) is None
+
+
+def test_a_temporary_must_hold_this_tasks_row_and_the_cache_must_show_it_after_the_rename() -> None:
+    rows = [_fp_row(1, "claimed")]
+    other = ("ok", {"task_id": "u", "seq": 1, "phase": "claimed"})
+    assert checks.failpoint_state("before_claimed_cache", rows, (), ("absent", None)) is not None
+    assert checks.failpoint_state("before_claimed_cache", rows, (other,), ("absent", None)) is not None
+    assert checks.failpoint_state("before_claimed_cache", rows, (_cache_of(rows[0]),), ("absent", None)) is None
+    assert checks.failpoint_state("after_claimed_cache", rows, (), ("absent", None)) is not None
+    assert checks.failpoint_state("after_claimed_cache", rows, (), ("torn", "{")) is not None
+    assert checks.failpoint_state("after_claimed_cache", rows, (), _cache_of(rows[0])) is None
+
+
+def test_the_failpoints_beside_the_rows_name_the_latest_row() -> None:
+    pending = [_fp_row(1, "claimed"), _fp_row(2, "result_pending")]
+    assert checks.failpoint_state("before_result_submit", pending) is None
+    assert checks.failpoint_state("before_push", pending) is not None
+    # Blocked before the side effect without its row: the rule ordering the two is the one broken.
+    assert checks.failpoint_state("before_result_submit", pending[:1]) == (
+        "the task's latest row is 'claimed', not result_pending",
+        "SUB-1",
+    )
+    assert checks.failpoint_state("before_release", pending) is not None
+    assert checks.failpoint_state("before_release", [*pending, _fp_row(3, "result_submitted")]) is None
+    assert checks.failpoint_state("before_receipt", []) is not None  # absent evidence never passes
+    assert checks.failpoint_state("cleanup_before_remove", []) is None  # "unchanged": attested, documented

@@ -100,7 +100,11 @@ def read_journal(state_dir: Path) -> list[Row]:
 
 def read_cache(state_dir: Path, task_id: str) -> tuple[str, Any]:
     """(``absent``, None), (``torn``, raw text) or (``ok``, the parsed object) for a task's cache."""
-    path = state_dir / "tasks" / f"{task_id}.json"
+    return read_cache_file(state_dir / "tasks" / f"{task_id}.json")
+
+
+def read_cache_file(path: Path) -> tuple[str, Any]:
+    """``read_cache`` of one file of ``tasks/``: a cache, or a temporary the worker has not renamed yet."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -43,19 +43,84 @@ def failpoint_site(name: str) -> tuple[str, str] | None:
     return None
 
 
-def failpoint_state(name: str, rows: Sequence[Row], temporaries: Sequence[str]) -> str | None:
-    """Why the durable state does not match what FPT-1 says holds at *name*, or None."""
+# What the journal's latest row of the task is at each failpoint that surrounds no row (FPT-1's second
+# table), and the clause that orders that row before the side effect the failpoint precedes: a worker
+# blocked there without the row has broken that clause, so the mismatch names it. None: nothing of the
+# journal is named there (cleanup_before_remove: "unchanged", attested).
+OTHER_DURABLE: Mapping[str, tuple[frozenset[str], str] | None] = {
+    "cleanup_before_remove": None,
+    "before_push": (frozenset({"verification_passed"}), "COMMIT-1"),
+    "before_receipt": (frozenset({"commit_done"}), "COMMIT-5"),
+    "before_result_submit": (frozenset({"result_pending"}), "SUB-1"),
+    "before_report": (frozenset({"reconciliation_required"}), "OUT-1"),
+    "before_release": (frozenset({"result_submitted", "reconciliation_required"}), "LEASE-5"),
+}
+
+Cache = tuple[str, Any]  # (absent | torn | ok, content), as the harness read a cache or a temporary
+
+
+def failpoint_state(
+    name: str, rows: Sequence[Row], temporaries: Sequence[Cache] = (), cache: Cache = ("absent", None)
+) -> tuple[str, str] | None:
+    """(why, clause) when the durable state does not match what FPT-1 says holds at *name*, or None.
+
+    *rows* are the journal's rows of the task the worker is at (the task of its latest row), *cache* that
+    task's cache and *temporaries* every cache temporary in ``tasks/``, each read by the harness. The clause
+    is FPT-2 unless a more precise rule is broken: CACHE-2 for a cache ahead of its journal, and at the
+    failpoints beside the rows the rule that puts the row before the side effect.
+    """
     found = failpoint_site(name)
+    last = rows[-1] if rows else None
     if found is None:
-        return None
+        wanted = OTHER_DURABLE.get(name)
+        if wanted is None or (last is not None and last["phase"] in wanted[0]):
+            return None
+        phases, clause = wanted
+        return f"the task's latest row is {last['phase'] if last else None!r}, not {' or '.join(sorted(phases))}", clause
     phase, site = found
-    last = rows[-1]["phase"] if rows else None
+    ahead = _cache_ahead(cache, last)
     if site == "before_{}_row":
-        return f"the journal already holds a {phase} row as its latest" if last == phase else None
-    if last != phase:
-        return f"the journal's latest row is {last!r}, not {phase!r}"
-    if site == "before_{}_cache" and not temporaries:
-        return "no cache temporary exists in tasks/"
+        if last is not None and last["phase"] == phase:
+            return f"the journal already holds a {phase} row as its latest", "FPT-2"
+        return ahead
+    if last is None or last["phase"] != phase:
+        return f"the journal's latest row is {last['phase'] if last else None!r}, not {phase!r}", "FPT-2"
+    return ahead or _cache_problem(phase, site, last, temporaries, cache)
+
+
+def _cache_problem(
+    phase: str, site: str, last: Row, temporaries: Sequence[Cache], cache: Cache
+) -> tuple[str, str] | None:
+    """What FPT-1 says of the cache and its temporary at a row's site, once the row itself matched."""
+    shows = _shows(cache, last)
+    if site == "after_{}_row" and shows:
+        return f"the cache already shows the {phase} row: it must still show the previous row or be absent", "FPT-2"
+    if site == "before_{}_cache":
+        if shows:
+            return f"the cache already shows the {phase} row before its temporary was renamed", "FPT-2"
+        if not any(_shows(temporary, last) for temporary in temporaries):
+            return f"no cache temporary in tasks/ holds the {phase} row of task {last['task_id']!r}", "FPT-2"
+    if site == "after_{}_cache" and not shows:
+        return f"the cache does not show the {phase} row of task {last['task_id']!r}", "FPT-2"
+    return None
+
+
+def _shows(cache: Cache, row: Row) -> bool:
+    """Whether a cache (or temporary) holds *row*: its task, seq and phase (CACHE-1)."""
+    status, content = cache
+    if status != "ok" or not isinstance(content, Mapping):
+        return False
+    return all(content.get(column) == row[column] for column in ("task_id", "seq", "phase"))
+
+
+def _cache_ahead(cache: Cache, last: Row | None) -> tuple[str, str] | None:
+    """CACHE-2: a cache is never ahead of its journal; why it is, or None."""
+    status, content = cache
+    if status != "ok" or not isinstance(content, Mapping):
+        return None
+    seq = content.get("seq")
+    if last is None or (isinstance(seq, int) and not isinstance(seq, bool) and seq > last["seq"]):
+        return f"the cache names seq {seq!r}, ahead of the journal: the journal commit comes first", "CACHE-2"
     return None
 
 

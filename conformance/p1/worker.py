@@ -329,11 +329,16 @@ class Worker:
         if "pid" in answer and answer["pid"] != self.pid:
             self._adopt(answer["pid"], "p1.worker.wait")
         task_rows = _latest_task_rows(self.state_dir)
-        temporaries = [n for n in evidence.listing(self.state_dir / "tasks") if n.endswith(".tmp")]
-        problem = evidence_checks.failpoint_state(str(name), task_rows, temporaries)
-        if problem is not None:
+        tasks_dir = self.state_dir / "tasks"
+        temporaries = [
+            evidence.read_cache_file(tasks_dir / n) for n in evidence.listing(tasks_dir) if n.endswith(".tmp")
+        ]
+        cache = evidence.read_cache(self.state_dir, task_rows[-1]["task_id"]) if task_rows else ("absent", None)
+        found = evidence_checks.failpoint_state(str(name), task_rows, temporaries, cache)
+        if found is not None:
+            problem, clause = found
             raise Abort(
-                self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, "FPT-2"))
+                self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, clause))
             )
         self.world.blocked_at.append(str(name))
 

@@ -1,4 +1,4 @@
-"""Each deliberately broken P1 worker (tests/broken/workers.py) fails the gate its bug breaks, and only
+"""Each deliberately broken P1 worker (tests/broken/workers/) fails the gate its bug breaks, and only
 the gates its bug touches: those of the clauses it breaks and every gate a scenario that caught it names.
 
 Every bug runs the same compact selection of scenarios, which together name all nine gates, through the

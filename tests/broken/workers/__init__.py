@@ -1,0 +1,179 @@
+"""P1 workers that each break one rule: ``python -m tests.broken.workers BUG``.
+
+Each serves the adapter protocol exactly as ``python -m resumekit.reference`` does, with one bug injected
+into the reference worker by a small subclass. ``BUGS`` names them; tests/test_broken_workers.py runs
+each through ``resumekit run --kind p1`` and requires the gate its bug breaks to fail. The workers live
+beside this module, one module per theme.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from resumekit.reference import adapter
+from resumekit.reference.p1 import worker as reference
+from tests.broken.workers.cleanup import (
+    ChecksBoundaryByPrefix,
+    FollowsLinksInCleanup,
+    NoRecoveryCap,
+    ResumesInOldWorkspace,
+    TrustsTheCheckedType,
+)
+from tests.broken.workers.commit import (
+    CreatesARefOnTheOrigin,
+    ForcesAfterARefusedPush,
+    IgnoresLostLease,
+    PollsUntilVisible,
+    RecommitsAfterCommitDone,
+    ResetsTheBranchAfterItsCommit,
+)
+from tests.broken.workers.durability import ForgetsItsClaim, IgnoresDiskErrors, SkipsTheCacheRebuild, SynchronousNormal
+from tests.broken.workers.processes import (
+    ClaimsInAHurry,
+    DetachesTheTool,
+    IgnoresTheAnyFailpoint,
+    IgnoresTheTool,
+    LeavesADaemon,
+    LeavesTheToolInItsGroup,
+)
+from tests.broken.workers.scope import (
+    IgnoresIdentityConflicts,
+    IgnoresSupersededAttempts,
+    ReusesAcrossGenerations,
+    ReusesCommitDoneAcrossBindings,
+)
+from tests.broken.workers.submission import (
+    AcceptsAny409,
+    AcceptsSameBodyInAnyState,
+    NewKeyOnRestart,
+    NewKeyOnSecondRecovery,
+    ReusesTheOldKey,
+    SubmitsBeforePending,
+)
+
+# bug -> (worker class, what it does wrong)
+BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "submits-before-pending": (SubmitsBeforePending, "sends the submission, then commits result_pending (SUB-1)"),
+    "new-key-on-restart": (NewKeyOnRestart, "mints a new key when resuming at result_pending (KEY-1, KEY-2)"),
+    "accepts-any-409": (AcceptsAny409, "writes result_submitted on any 409 (SUB-5)"),
+    "reuses-across-generations": (ReusesAcrossGenerations, "reuses rows of another generation (SCOPE-4)"),
+    "recommits-after-commit-done": (RecommitsAfterCommitDone, "pushes again after a restart at commit_done (COMMIT-3)"),
+    "follows-links-in-cleanup": (FollowsLinksInCleanup, "cleanup deletes through a task-* link (CLEAN-4)"),
+    "synchronous-normal": (SynchronousNormal, "journal connection with synchronous=NORMAL (JNL-5)"),
+    "resumes-in-old-workspace": (ResumesInOldWorkspace, "replays in the old workspace, kept at startup (RESUME-3)"),
+    "ignores-lost-lease": (IgnoresLostLease, "pushes and submits after its lease is lost (LEASE-4)"),
+}
+
+
+# Bugs that only the attack campaigns and scenarios find; tests/test_attack.py runs each on the few cases
+# that catch it, instead of the whole selection of tests/test_broken_workers.py.
+ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "new-key-on-second-recovery": (
+        NewKeyOnSecondRecovery,
+        "mints a new key when a recovery at result_pending was killed and recovered again (KEY-2)",
+    ),
+    "checks-boundary-by-prefix": (
+        ChecksBoundaryByPrefix,
+        "cleanup deletes through a link to <root>-evil, a sibling that passes a string-prefix check (CLEAN-3)",
+    ),
+    "polls-until-visible": (PollsUntilVisible, "polls a not_visible receipt again instead of reconciling (COMMIT-4)"),
+    "no-recovery-cap": (NoRecoveryCap, "resumes an attempt without end when no resumption progresses (RESUME-6)"),
+    "trusts-the-checked-type": (
+        TrustsTheCheckedType,
+        "cleanup empties a directory swapped for a link after its check, through the link (CLEAN-4)",
+    ),
+    "ignores-disk-errors": (IgnoresDiskErrors, "takes a failed journal commit or fsync for a success (JNL-7, JNL-8)"),
+    "skips-the-cache-rebuild": (
+        SkipsTheCacheRebuild,
+        "leaves a damaged cache of a finished task as it is, never rebuilding it at startup (CACHE-4)",
+    ),
+    "reuses-the-old-key": (
+        ReusesTheOldKey,
+        "reuses an earlier attempt's result_pending with that attempt's key, not its own (SCOPE-3, KEY-2)",
+    ),
+    "accepts-same-body-in-any-state": (
+        AcceptsSameBodyInAnyState,
+        "takes a 409 with this attempt's body for an exact match in any task state (SUB-5)",
+    ),
+    "detaches-the-tool": (
+        DetachesTheTool,
+        "starts the tool in a new session with no keeper, record or job: it outlives the worker (WRK-5)",
+    ),
+    "leaves-the-tool-in-its-group": (
+        LeavesTheToolInItsGroup,
+        "runs the tool as a plain child in the worker's group, which nothing ends when only its pid is killed (WRK-5)",
+    ),
+    "ignores-the-tool": (
+        IgnoresTheTool,
+        "claims p1.tools but never runs the tool, so no kill could prove WRK-5 (ADP-2)",
+    ),
+    "ignores-superseded-attempts": (
+        IgnoresSupersededAttempts,
+        "resumes or starts a superseded attempt served again, writing rows and submitting for it (SCOPE-7)",
+    ),
+    "ignores-identity-conflicts": (
+        IgnoresIdentityConflicts,
+        "runs an attempt served with another identity than its rows as a new one (SCOPE-6)",
+    ),
+    "reuses-commit-done-across-bindings": (
+        ReusesCommitDoneAcrossBindings,
+        "reuses an earlier attempt's commit_done under another binding (SCOPE-3, SCOPE-4)",
+    ),
+}
+
+
+# Bugs that leave every scenario passing and only make a campaign vacuous; tests/test_broken_workers.py runs
+# each through the smallest crash matrix and the soak, which must fail instead of passing with nothing visited.
+CAMPAIGN_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "ignores-the-any-failpoint": (
+        IgnoresTheAnyFailpoint,
+        "claims p1.failpoint-any but never blocks at a failpoint armed as '*', so no matrix crash happens (FPT-5)",
+    ),
+}
+
+
+# Bugs of the origin that one golden scenario catches each; tests/test_attack.py runs them with ATTACK_BUGS.
+ATTACK_BUGS.update(
+    {
+        "resets-the-branch-after-its-commit": (
+            ResetsTheBranchAfterItsCommit,
+            "sets the target branch back to the base after its governed commit, behind the origin's hook (COMMIT-3)",
+        ),
+        "creates-a-ref-on-the-origin": (
+            CreatesARefOnTheOrigin,
+            "pushes a tag of its commit and, refused, writes the tag into the origin itself (COMMIT-2, COMMIT-3)",
+        ),
+        "forces-after-a-refused-push": (
+            ForcesAfterARefusedPush,
+            "pushes its governed commit again with --force after the origin refused the plain push (COMMIT-2)",
+        ),
+    }
+)
+
+
+ATTACK_BUGS["forgets-its-claim"] = (
+    ForgetsItsClaim,
+    "deletes an attempt's claimed row once its result is submitted, before the kit's first wait (JNL-4)",
+)
+
+
+ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
+
+
+if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
+    BUGS["leaves-a-daemon"] = (
+        LeavesADaemon,
+        "starts a daemon that double-forks, leaves the session and keeps writing into the workspace root (WRK-5)",
+    )
+
+
+def main(argv: list[str]) -> int:
+    every = {**BUGS, **ATTACK_BUGS, **CAMPAIGN_BUGS}
+    if len(argv) != 2 or argv[1] not in every:
+        print(f"usage: python -m tests.broken.workers {{{','.join(every)}}}", file=sys.stderr)
+        return 2
+    worker_class, _ = every[argv[1]]
+    sys.stdout.reconfigure(encoding="utf-8", newline="\n")  # type: ignore[union-attr]
+    # The adapter imports the worker class when it starts a worker, from the worker module: replace it there.
+    setattr(reference, "Worker", worker_class)  # noqa: B010
+    return adapter.serve(sys.stdin, sys.stdout)

@@ -1,0 +1,142 @@
+"""Broken workers of startup cleanup and resumption: links followed, boundaries misread, old workspaces kept
+(CLEAN, RESUME)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from resumekit.reference.p1 import git, journal
+from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.cleanup import remove_stale_workspaces
+from tests.broken.workers._base import _patched, _Tracked
+
+
+def _remove_through_links(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that empties the target of a ``task-*`` link before unlinking it (CLEAN-4)."""
+    for entry in os.scandir(root):
+        if entry.name.startswith("task-") and entry.is_symlink():
+            target = Path(os.path.realpath(entry.path))
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+    return remove_stale_workspaces(root, **kwargs)
+
+
+class FollowsLinksInCleanup(_Tracked):
+    """Cleanup deletes through a ``task-*`` link: the target's contents go (CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_through_links):
+            super()._startup()
+
+
+def _remove_by_prefix(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that resolves each ``task-*`` entry and deletes what it resolves to when that path
+    starts with the root's as a string (CLEAN-3): ``<root>-evil`` passes such a check."""
+    real_root = os.path.realpath(root)
+    before_remove: Callable[[str], None] = kwargs.get("before_remove", lambda name: None)
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.name.startswith("task-"):
+            continue
+        real = os.path.realpath(entry.path)
+        if not real.startswith(real_root):
+            continue
+        before_remove(entry.name)
+        shutil.rmtree(real, ignore_errors=True)
+        if os.path.islink(entry.path):
+            os.unlink(entry.path)
+        yield entry.name
+
+
+def _remove_as_checked(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that trusts the type it saw before the cleanup failpoint: an entry that was a
+    directory then is emptied by a walk that follows links, even if it is a link now (CLEAN-4)."""
+    before_remove: Callable[[str], None] = kwargs.get("before_remove", lambda name: None)
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.name.startswith("task-"):
+            continue
+        was_directory = entry.is_dir(follow_symlinks=False)
+        before_remove(entry.name)
+        if was_directory:
+            for current, _, files in os.walk(entry.path, topdown=False, followlinks=True):
+                for name in files:
+                    os.unlink(os.path.join(current, name))
+        if os.path.islink(entry.path) or not os.path.isdir(entry.path):
+            os.unlink(entry.path)
+        else:
+            shutil.rmtree(entry.path)
+        yield entry.name
+
+
+class TrustsTheCheckedType(_Tracked):
+    """Cleanup empties a checked directory that was swapped for a link meanwhile, through the link
+    (CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_as_checked):
+            super()._startup()
+
+
+class ChecksBoundaryByPrefix(_Tracked):
+    """Cleanup takes a path that starts with the root's string for one inside it, and deletes through a
+    link to such a sibling (CLEAN-3, CLEAN-4)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_by_prefix):
+            super()._startup()
+
+
+class NoRecoveryCap(_Tracked):
+    """Resumes an attempt however often it was resumed without progress (RESUME-6, strict)."""
+
+    def _resume(self, attempt: reference.Attempt, *, count_recovery: bool) -> None:
+        super()._resume(attempt, count_recovery=False)
+
+
+class ResumesInOldWorkspace(_Tracked):
+    """Before the governed commit, resumes in the attempt's old workspace, which startup cleanup kept
+    (RESUME-3, CLEAN-1)."""
+
+    def _old_workspaces(self) -> dict[tuple[str, int], str]:
+        path = self.config.state_dir / journal.JOURNAL_NAME
+        if not path.exists():
+            return {}
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            found = db.execute("SELECT task_id, attempt, phase, workspace FROM checkpoints ORDER BY seq").fetchall()
+        finally:
+            db.close()
+        last: dict[tuple[str, int], str] = {}
+        named: dict[tuple[str, int], str] = {}
+        for task_id, number, phase, workspace in found:
+            last[(task_id, number)] = phase
+            if workspace:
+                named[(task_id, number)] = workspace
+        return {
+            ident: name for ident, name in named.items() if last[ident] in ("workspace_prepared", "verification_passed")
+        }
+
+    def _startup(self) -> None:
+        self.old = self._old_workspaces()
+        keep = set(self.old.values())
+
+        def cleanup(root: Path, before_remove: Callable[[str], None]) -> Iterable[str]:
+            return remove_stale_workspaces(root, keep=keep.__contains__, before_remove=before_remove)
+
+        with _patched(reference, "remove_stale_workspaces", cleanup):
+            super()._startup()
+
+    def _replay(self, attempt: reference.Attempt) -> None:
+        old = self.old.pop((attempt.first.task_id, attempt.first.attempt), None)
+        if old is None or not (self.config.workspace_root / old).is_dir():
+            super()._replay(attempt)
+            return
+        with _patched(git, "prepare_workspace", lambda root, task: old):
+            super()._replay(attempt)

@@ -1,0 +1,116 @@
+"""Broken workers of the governed commit and the lease: pushes, receipts and refs on the origin (COMMIT, LEASE)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+from resumekit.reference.p1 import git
+from resumekit.reference.p1 import worker as reference
+from tests.broken.workers._base import _patched, _Tracked, _write_origin
+
+
+class RecommitsAfterCommitDone(_Tracked):
+    """Resumed with commit_done durable, pushes a new commit on top of C before the convergence check
+    (COMMIT-3)."""
+
+    def _converge(self, attempt: reference.Attempt) -> None:
+        last = attempt.last
+        if last.phase == "commit_done" and last.seq not in self.mine and last.commit_oid is not None:
+            root = self.config.workspace_root
+            name = git.prepare_workspace(root, attempt.task)
+            path = root / name
+            again = git.run(
+                [
+                    "-c",
+                    "user.name=bug",
+                    "-c",
+                    "user.email=bug@resumekit.invalid",
+                    "commit-tree",
+                    f"{last.commit_oid}^{{tree}}",
+                    "-p",
+                    last.commit_oid,
+                    "-m",
+                    "again",
+                ],
+                cwd=path,
+            )
+            git.push(path, str(attempt.task["origin_url"]), again.decode("ascii").strip(), last.target_branch)
+            shutil.rmtree(path, ignore_errors=True)
+        super()._converge(attempt)
+
+
+class PollsUntilVisible(_Tracked):
+    """Polls a not_visible receipt again within the attempt instead of ending it (COMMIT-4)."""
+
+    def _converge(self, attempt: reference.Attempt) -> None:
+        for _ in range(10):
+            try:
+                super()._converge(attempt)
+                return
+            except reference.Reconcile as reason:
+                if str(reason) != "receipt_not_visible":
+                    raise
+        super()._converge(attempt)
+
+
+class IgnoresLostLease(_Tracked):
+    """Takes every renewal for a success: goes on pushing and submitting with a lost lease (LEASE-4)."""
+
+    def _renew(self, attempt: reference.Attempt) -> bool:
+        super()._renew(attempt)
+        attempt.lost = False
+        return True
+
+
+class ResetsTheBranchAfterItsCommit(_Tracked):
+    """Once its commit task is submitted and released, sets the origin's target branch back to the base,
+    writing the repository directly (COMMIT-3, CP-17): every request and row is the reference's."""
+
+    def _finish(self, attempt: reference.Attempt) -> None:
+        super()._finish(attempt)
+        last = attempt.last
+        if last.phase == "result_submitted" and last.commit_oid is not None:
+            _write_origin(
+                attempt, self.config.state_dir, "update-ref", f"refs/heads/{last.target_branch}", last.base_oid
+            )
+
+
+class CreatesARefOnTheOrigin(_Tracked):
+    """Once its commit task is submitted, pushes a tag of the governed commit, and when the origin refuses
+    it, writes the tag into the repository itself (COMMIT-2 and COMMIT-3, CP-17)."""
+
+    def _finish(self, attempt: reference.Attempt) -> None:
+        super()._finish(attempt)
+        last = attempt.last
+        if last.phase != "result_submitted" or last.commit_oid is None:
+            return
+        tag, url = f"refs/tags/{last.task_id}-done", str(attempt.task["origin_url"])
+        root = self.config.workspace_root
+        name = git.prepare_workspace(root, attempt.task)  # a clone: it holds C, which the branch holds now
+        try:
+            with contextlib.suppress(git.GitError):  # the origin's hook refuses a creation
+                git.run(["push", "--quiet", "--no-verify", url, f"{last.commit_oid}:{tag}"], cwd=root / name)
+        finally:
+            shutil.rmtree(root / name, ignore_errors=True)
+        _write_origin(attempt, self.config.state_dir, "update-ref", tag, last.commit_oid)
+
+
+class ForcesAfterARefusedPush(_Tracked):
+    """When the plain push of its governed commit is refused, pushes it again with ``--force`` (COMMIT-2)."""
+
+    def _governed_commit(self, attempt: reference.Attempt, path: Path, oid: str) -> None:
+        plain = git.push
+
+        def push_then_force(where: Path, url: str, commit: str, branch: str) -> bool:
+            if plain(where, url, commit, branch):
+                return True
+            try:
+                git.run(["push", "--quiet", "--force", "--no-verify", url, f"{commit}:refs/heads/{branch}"], cwd=where)
+            except git.GitError:
+                return False
+            return True
+
+        with _patched(git, "push", push_then_force):
+            super()._governed_commit(attempt, path, oid)

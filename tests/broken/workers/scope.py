@@ -1,0 +1,97 @@
+"""Broken workers of checkpoint scope: rows reused across generations, identities and bindings (SCOPE)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from resumekit.reference.p1 import journal
+from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.journal import BINDING_FIELDS, Row, attempts
+from tests.broken.workers._base import _patched, _Tracked
+
+
+class ReusesAcrossGenerations(_Tracked):
+    """Reuses an earlier attempt's rows when only ``generation`` differs (SCOPE-4)."""
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        loose = tuple(name for name in BINDING_FIELDS if name != "generation")
+        first = attempt.first
+        mine = tuple(getattr(first, name) for name in loose)
+        earlier = [
+            group
+            for group in attempts(self.journal.rows())
+            if group[0].task_id == first.task_id
+            and group[0].attempt < first.attempt
+            and tuple(getattr(group[0], name) for name in loose) == mine
+            and group[0].generation != first.generation
+        ]
+        if not earlier:
+            return super()._reuse(attempt)
+        # Pretend the earlier attempts carry this attempt's generation, so the reference reuses them.
+        real_rows = self.journal.rows
+
+        def rows() -> list[Row]:
+            return [
+                dataclasses.replace(row, generation=first.generation) if row.task_id == first.task_id else row
+                for row in real_rows()
+            ]
+
+        with _patched(self.journal, "rows", rows):
+            return super()._reuse(attempt)
+
+
+class IgnoresSupersededAttempts(_Tracked):
+    """Takes a superseded attempt served again for an attempt of its own: resumes or starts it although
+    the journal holds rows of a later attempt of the task (SCOPE-7)."""
+
+    def _superseded(self, attempt: reference.Attempt) -> bool:
+        return False
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        real_rows = self.journal.rows
+
+        def rows() -> list[Row]:  # the later attempts of the served task, out of sight
+            return [r for r in real_rows() if r.task_id != task.get("task_id") or r.attempt <= task.get("attempt", 0)]
+
+        with _patched(self.journal, "rows", rows):
+            super()._served(task, lease)
+
+
+class IgnoresIdentityConflicts(_Tracked):
+    """Takes an attempt served with another identity than its rows for a new attempt and runs it (SCOPE-6)."""
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        real_rows = self.journal.rows
+        served = tuple(task.get(name) for name in journal.IDENTITY_FIELDS)
+
+        def rows() -> list[Row]:  # the other identity's rows of the same attempt, out of sight
+            return [r for r in real_rows() if r.identity[:2] != served[:2] or r.identity == served]
+
+        with _patched(self.journal, "rows", rows):
+            super()._served(task, lease)
+
+
+class ReusesCommitDoneAcrossBindings(_Tracked):
+    """Reuses an earlier attempt's commit_done, whatever its binding, instead of its own convergence from
+    claimed: a governed commit's row carried into another Job (SCOPE-3, SCOPE-4)."""
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        first = attempt.first
+        done = [
+            row
+            for row in self.journal.rows()
+            if row.task_id == first.task_id and row.attempt < first.attempt and row.phase == "commit_done"
+        ]
+        if self._kind(attempt) != "commit" or not done:
+            return super()._reuse(attempt)
+        source = done[-1]
+        self._record(
+            attempt,
+            "commit_done",
+            result_hash=source.result_hash,
+            result_body=source.result_body,
+            commit_oid=source.commit_oid,
+            reused_from=source.seq,
+        )
+        return True

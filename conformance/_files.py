@@ -63,14 +63,21 @@ def _regular(root: Path, path: Path, flags: int) -> int:
     return fd
 
 
-def read_bytes(root: Path, path: Path) -> bytes:
-    """The bytes of a regular file inside *root*, at most MAX_READ of them."""
+def read_bytes(root: Path, path: Path, limit: int = MAX_READ) -> bytes:
+    """The bytes of a regular file inside *root*, at most *limit* of them (Refused if it holds more)."""
     fd = _regular(root, path, os.O_RDONLY)
     with open(fd, "rb") as handle:
-        data = handle.read(MAX_READ + 1)
-    if len(data) > MAX_READ:
-        raise Refused(f"{str(path)!r} holds more than {MAX_READ} bytes")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise Refused(f"{str(path)!r} holds more than {limit} bytes")
     return data
+
+
+def read_head(root: Path, path: Path, size: int) -> bytes:
+    """The first *size* bytes (or fewer) of a regular file inside *root*."""
+    fd = _regular(root, path, os.O_RDONLY)
+    with open(fd, "rb") as handle:
+        return handle.read(size)
 
 
 def sync_path(path: Path) -> None:

@@ -92,6 +92,7 @@ def from_json(document: Mapping[str, Any]) -> Run:
                 expectation=data.get("expectation"),
                 counts_toward=tuple(data.get("countsToward", ())),
                 readings=tuple(data.get("readings", ())),
+                attested=tuple(data.get("attested", ())),
                 known_failure=(data.get("knownFailure") or {}).get("reason"),
             )
         )

@@ -213,6 +213,7 @@ class CaseResult:
     known_failure: str | None = None  # the reason an expectations file (--expect) gives for this case failing
     counts_toward: tuple[str, ...] = ()  # the rows of its contract's summary table (P1: the gates of a scenario)
     readings: tuple[str, ...] = ()  # the alternative readings of a case the answers met (core alternatives)
+    attested: tuple[str, ...] = ()  # what of its evidence the kit took on the implementation's word
 
     @property
     def ok(self) -> bool:
@@ -268,6 +269,8 @@ class CaseResult:
             data["countsToward"] = list(self.counts_toward)
         if self.readings:
             data["readings"] = list(self.readings)
+        if self.attested:
+            data["attested"] = list(self.attested)
         return data
 
 

@@ -45,6 +45,7 @@ CAPABILITIES = (
     "phase0.ledger-file",
     "p1.worker",
     "p1.journal",
+    "p1.journal-log",
     "p1.failpoint-any",
     "p1.disk-faults",
     "p1.tools",
@@ -236,6 +237,7 @@ class Harness:
         disk_fault = _disk_fault(request)
         tool = _tool(request)
         marker = _field(request, "marker", str, required=False)
+        journal_log = _field(request, "journalLog", str, required=False)
         if self._worker is not None and self._worker.control.exit_code is None:
             raise RequestError("a worker of this adapter is running; stop it first")
         paths = {}
@@ -244,7 +246,7 @@ class Harness:
             if not isinstance(value, str) or not value:
                 raise RequestError(f"'p1.worker.start': config.{name} must be a non-empty string")
             paths[name] = value
-        settings: list[dict[str, Any]] = []
+        settings: list[dict[str, Any]] = [] if journal_log is None else _LoggedSettings(journal_log)
         self._journal_settings = settings
         from pathlib import Path
 
@@ -340,6 +342,21 @@ def _tool(request: dict[str, Any]) -> tuple[str, ...] | None:
             or not all(isinstance(item, str) and item for item in argv):
         raise RequestError(f"'tool' is {{\"argv\": [non-empty strings, at least one]}}, not {value!r}")
     return tuple(argv)
+
+
+class _LoggedSettings(list):  # type: ignore[type-arg]
+    """The settings of each journal connection, each also appended as a JSON line to the kit's journal log
+    (capability p1.journal-log) as the journal records it: before the connection's first write, so that a
+    process killed later has reported it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def append(self, entry: dict[str, Any]) -> None:
+        super().append(entry)
+        with open(self.path, "a", encoding="utf-8", newline="\n") as log:
+            log.write(json.dumps(entry, sort_keys=True) + "\n")
 
 
 class _RunningWorker:

@@ -75,7 +75,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[i
     CAUGHT["new-key-on-second-recovery"] = (
         ("--golden", str(golden), "--kind", "p1-campaign", "--only", SMALL_MATRIX),
         "WORKER_RESTART_RESUME",
-        frozenset({"KEY-1", "KEY-2", "SUB-1"}),
+        frozenset({"KEY-1", "KEY-2"}),  # its result_pending row was durable: no SUB-1
     )
     jobs = {
         "reference": ("reference", ("--golden", str(golden), "--kind", "p1-campaign", "--only", TINY_MATRIX)),
@@ -136,8 +136,22 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
 
 # The broken workers that one golden scenario catches: bug -> (the scenario, its gate, the clauses).
 STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
-    # Idle, it asks for work every 2 ms although each empty answer says to wait 20 ms.
+    # Idle, it asks for work again at once although each empty answer says to wait 20 ms.
     "claims-in-a-hurry": ("p1-idle-worker-waits-between-claims", "WORKER_RESTART_RESUME", frozenset({"WRK-3"})),
+    # Blocked after the verification_passed row, the cache already shows it: it was written before the row.
+    "writes-the-cache-first": (
+        "p1-orderly-stop-mid-task-then-resume",
+        "CHECKPOINT_DURABLE_WRITE",
+        frozenset({"CACHE-2"}),
+    ),
+    # Reported as WAL, the journal's header shows a rollback journal.
+    "changes-the-journal-mode-unreported": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"JNL-5"})),
+    # Restarted with an attempt at verification_passed, it claims before resuming it.
+    "claims-before-resuming": (
+        "p1-orderly-stop-mid-task-then-resume",
+        "WORKER_RESTART_RESUME",
+        frozenset({"RESUME-1"}),
+    ),
     # The claimed row is gone by the first wait: only the snapshot taken as the submission arrived had it.
     "forgets-its-claim": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"JNL-4"})),
     # Deleting through the link empties <root>-evil, the sibling decoy: the decoy check cites CLEAN-2.
@@ -152,12 +166,25 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKSPACE_CLEANUP_RECOVERY",
         frozenset({"CLEAN-2", "CLEAN-4"}),
     ),
-    # The final row is result_submitted, not reconciliation_required with reason result_conflict: the
-    # scenario's expectation (FPT-4, PHASE-4) counts against the gate it names.
+    # The final row is result_submitted, resting on a 409 that showed the task RUNNING: no exact match (SUB-5).
     "accepts-same-body-in-any-state": (
         "p1-409-same-body-running-is-a-hard-failure",
         "RESULT_SUBMISSION_REPLAY_SAFE",
-        frozenset({"FPT-4", "PHASE-4"}),
+        frozenset({"SUB-5"}),
+    ),
+    # Its own clock says the lease is young; the kit's clock has moved 28 s of a 30 s TTL, and the next step
+    # boundaries write their rows without a renewal (LEASE-3, decided on CP time: LEASE-2).
+    "renews-by-the-local-clock": (
+        "p1-lease-renewed-across-slow-steps",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"LEASE-3"}),
+    ),
+    # The cache forged ahead to result_submitted ends the attempt, which the journal has at source_capture_done,
+    # with a release and no further row (CACHE-4).
+    "takes-the-phase-from-the-cache": (
+        "p1-cache-newer-at-source-capture-done-still-submits",
+        "RESUME_FROM_CHECKPOINT",
+        frozenset({"CACHE-4"}),
     ),
     # No row is written for the finished task, so only the startup rebuild could repair its cache: the idle
     # check finds it unlike the journal's last row (CACHE-4).
@@ -353,6 +380,18 @@ def test_a_worker_that_ignores_a_lost_lease_is_caught_when_a_second_worker_share
 def _mismatches(document: dict[str, Any]) -> list[tuple[Any, Any, Any, Any]]:
     (result,) = document["results"]
     return [(m.get("clause"), m.get("pointer"), m.get("expected"), m.get("actual")) for m in result["mismatches"]]
+
+
+@pytest.mark.parametrize(
+    ("bug", "tree"), [("checks-boundary-by-prefix", "workspaces-evil/"), ("trusts-the-checked-type", "decoy/")]
+)
+def test_a_changed_decoy_is_named_by_the_paths_that_changed(
+    bug: str, tree: str, runs: dict[str, tuple[int, dict[str, Any], str]]
+) -> None:
+    (result,) = runs[bug][1]["results"]
+    (decoy,) = [m for m in result["mismatches"] if m.get("clause") == "CLEAN-2"]
+    assert decoy["actual"] and all(path.startswith(tree) for path in decoy["actual"]), decoy
+    assert f"'{tree}keep.txt' (removed)" in decoy["note"], decoy
 
 
 def test_the_origins_end_state_names_the_repository_the_ref_and_both_objects(

@@ -57,7 +57,8 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
         frozenset(SELECTION),
         frozenset({"SUB-1", "LEASE-4"}),
     ),
-    # The new key breaks KEY-2 (four gates list it) and arrives with no result_pending row holding it (SUB-1).
+    # The new key breaks KEY-2 (four gates list it). Its result_pending row was durable, under the old key, so
+    # the submission is no SUB-1 failure (and CHECKPOINT_DURABLE_WRITE, SUB-1's gate, stays passed).
     "new-key-on-restart": (
         frozenset(
             {
@@ -65,18 +66,18 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
                 "WORKER_RESTART_RESUME",
                 "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
                 "CHECKPOINT_SCOPE_ISOLATION",
-                "CHECKPOINT_DURABLE_WRITE",
             }
         ),
         frozenset({"p1-kill-after-pending-resends-the-same-key"}),
         frozenset({"KEY-1", "KEY-2"}),
     ),
-    # SUB-7's check is the observable part of SUB-5: result_submitted without a 2xx or an exact match. SUB-7 is
-    # also a clause of CRASH_RECOVERY_CONVERGENCE and LEASE_RENEWAL_RECOVERY.
+    # result_submitted rests on a 409 whose stored result is another body: no exact match (SUB-5). The control
+    # plane does not hold the row's result either (SUB-7, also a clause of CRASH_RECOVERY_CONVERGENCE and
+    # LEASE_RENEWAL_RECOVERY).
     "accepts-any-409": (
         frozenset({"RESULT_SUBMISSION_REPLAY_SAFE", "CRASH_RECOVERY_CONVERGENCE", "LEASE_RENEWAL_RECOVERY"}),
         frozenset({"p1-409-other-body-is-a-hard-failure"}),
-        frozenset({"SUB-5", "SUB-7"}),
+        frozenset({"SUB-5"}),
     ),
     "reuses-across-generations": (
         frozenset({"CHECKPOINT_SCOPE_ISOLATION"}),

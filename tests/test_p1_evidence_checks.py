@@ -279,7 +279,7 @@ def test_a_cache_ahead_of_its_row_is_seen_before_the_row_and_after_it() -> None:
     ahead = checks.failpoint_state("before_workspace_prepared_row", [claimed], (), _cache_of(prepared))
     assert ahead is not None and "ahead of the journal" in ahead[0] and ahead[1] == "CACHE-2"
     early = checks.failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(prepared))
-    assert early is not None and "already shows" in early[0] and early[1] == "FPT-2"
+    assert early is not None and "already shows" in early[0] and early[1] == "CACHE-2"
     assert checks.failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(claimed)) is None
 
 
@@ -300,9 +300,13 @@ def test_the_failpoints_beside_the_rows_name_the_latest_row() -> None:
     assert checks.failpoint_state("before_push", pending) is not None
     # Blocked before the side effect without its row: the rule ordering the two is the one broken.
     assert checks.failpoint_state("before_result_submit", pending[:1]) == (
-        "the task's latest row is 'claimed', not result_pending",
+        "no attempt's last row is result_pending (the last rows: ['claimed'])",
         "SUB-1",
     )
+    # A restart releases a terminal attempt's lease while another task's row is the journal's latest.
+    done, other = _fp_row(3, "result_submitted"), {"task_id": "u", "seq": 4, "phase": "commit_done"}
+    assert checks.failpoint_state("before_release", [other], attempts=[done, other]) is None
+    assert checks.failpoint_state("before_release", [other], attempts=[other]) is not None
     assert checks.failpoint_state("before_release", pending) is not None
     assert checks.failpoint_state("before_release", [*pending, _fp_row(3, "result_submitted")]) is None
     assert checks.failpoint_state("before_receipt", []) is not None  # absent evidence never passes

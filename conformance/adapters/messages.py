@@ -43,6 +43,7 @@ CAPABILITIES = (
     "p1.failpoint-any",
     "p1.disk-faults",
     "p1.tools",
+    "p1.journal-log",
 )
 
 

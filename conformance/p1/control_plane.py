@@ -5,7 +5,8 @@ thread), holds one lock around the core, reads the origins' refs and moves branc
 runs the observer's moment checks (CP-20) before the core stores anything, appends every log entry to
 a JSON-lines file, flushed and fsynced before the answer leaves (CP-19), and then answers, drops the
 connection, or holds the answer, as the script says (CP-21). Each worker gets a base URL of its own,
-``/w/<worker>/``, which is how its requests are attributed (CP-1).
+``/w/<worker>/``, which is how its requests are attributed (CP-1). The kit's own paths carry a secret of
+this control plane's, drawn at its birth and never given to the worker (CP-22): ``kit_url`` builds them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -145,7 +147,11 @@ class ControlPlane:
     ) -> None:
         # The core validates tasks and submissions through the schemas, which this shell reads from disk.
         self._state = core.State(
-            now_ms=clock_ms, ttl_ms=ttl_ms, retry_after_ms=retry_after_ms, validate=first_violation
+            now_ms=clock_ms,
+            ttl_ms=ttl_ms,
+            retry_after_ms=retry_after_ms,
+            validate=first_violation,
+            kit_secret=secrets.token_urlsafe(32),
         )
         self._observer = observer
         self._check_errors: list[str] = []  # moment checks that raised: the scenario is then errored
@@ -209,8 +215,13 @@ class ControlPlane:
         return f"http://127.0.0.1:{self.port}/w/{quote(worker, safe='')}/"
 
     def kit_url(self, path: str) -> str:
-        """The URL of one of the kit's own paths (CP-22), such as ``_kit/origin/check``."""
-        return f"http://127.0.0.1:{self.port}/{path}"
+        """The URL of one of the kit's own paths (CP-22), such as ``_kit/origin/check``, with this control
+        plane's secret in it: ``.../_kit/<secret>/origin/check``. It is for the kit's own callers only (the
+        origin's hook, the kit's tool through a file): never put it in an argv, a message or a report."""
+        prefix = core.KIT + "/"
+        if not path.startswith(prefix) or path == prefix:
+            raise ValueError(f"a kit path starts with {prefix!r} and names an endpoint, not {path!r}")
+        return f"http://127.0.0.1:{self.port}/{prefix}{self._state.kit_secret}/{path[len(prefix):]}"
 
     # ------------------------------------------------------------ the kit's operations
 
@@ -329,7 +340,9 @@ class ControlPlane:
             number = self._state.next_request
             self._state.next_request += 1
             log = core.Log(self._state, number)
-            fields = {"worker": worker, "method": method, "path": path, "endpoint": None, "idempotency_key": None}
+            core.log_refused_kit_call(self._state, log, method, path, worker)
+            shown = core.shown_path(path, self._state.kit_secret)
+            fields = {"worker": worker, "method": method, "path": shown, "endpoint": None, "idempotency_key": None}
             log.add("request", **fields, body_sha256=None, status=400, answer="answer", message=message)
             self._write(log.entries)
             return {"error": "bad_request", "message": message, "now_ms": self._state.now_ms}

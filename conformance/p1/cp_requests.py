@@ -1,13 +1,15 @@
-"""The control plane's requests (docs/spec/p1-control-plane.md CP-1 to CP-3, CP-12, CP-19 to CP-21), pure.
+"""The control plane's requests (docs/spec/p1-control-plane.md CP-1 to CP-3, CP-12, CP-19 to CP-22), pure.
 
 ``prepare`` routes a request, reads its body, counts it against the scripted faults and says what the
 shell must do first (moment checks, origin heads, branch moves); ``handle`` applies the endpoint's rules
-and the answer's fault, and logs the request (CP-19) in the entries the shell makes durable.
+and the answer's fault, and logs the request (CP-19) in the entries the shell makes durable. A request to
+the kit's own paths without the control plane's secret (CP-22) routes nowhere and is logged as refused.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
@@ -30,8 +32,10 @@ from resumekit.conformance.p1.cp_hooks import _origin_check, _origin_updated, _p
 from resumekit.conformance.p1.cp_kit import kit_move_clock
 from resumekit.conformance.p1.cp_state import (
     BODY_MEMBERS,
+    KIT,
     KIT_ROUTES,
     ROUTES,
+    SECRET_SHOWN,
     Heads,
     Log,
     Moment,
@@ -48,14 +52,50 @@ from resumekit.conformance.p1.cp_state import (
 # ---------------------------------------------------------------- routing and planning
 
 
-def route(request: Request) -> tuple[str | None, tuple[str, ...], bool]:
-    """The endpoint, its path parameters, and whether the path exists with another method."""
+def is_kit_path(path: str) -> bool:
+    """Whether *path* (relative, still percent-encoded) is one of the kit's own (CP-22): its first segment,
+    decoded, is ``_kit``, however it is spelled (``%5Fkit``) and wherever it is sent."""
+    first = path.lstrip("/").split("/", 1)[0]
+    return unquote(first, errors="replace") == KIT
+
+
+def is_kit_call(path: str, worker: str | None, secret: str) -> bool:
+    """Whether a request is the kit's own (CP-22): sent to the server's root, not through a worker's base URL,
+    as ``_kit/<secret>/...`` with the control plane's secret. Compared in constant time, so that timing the
+    answers tells nothing of the secret; with no secret, no request is the kit's."""
+    parts = path.split("/")
+    if worker is not None or not secret or len(parts) < 3 or parts[0] != KIT:
+        return False
+    return hmac.compare_digest(parts[1].encode("utf-8"), secret.encode("utf-8"))
+
+
+def is_refused_kit_call(path: str, worker: str | None, secret: str) -> bool:
+    """A request to a kit path that is not the kit's own: a worker's (the kit always has the secret), refused
+    and logged so that a check fails the case on CP-22."""
+    return is_kit_path(path) and not is_kit_call(path, worker, secret)
+
+
+def shown_path(path: str, secret: str) -> str:
+    """*path* as the log and the answers show it: the secret, wherever it is, replaced by ``<secret>``, since a
+    worker may read both."""
+    return path.replace(secret, SECRET_SHOWN) if secret else path
+
+
+def route(request: Request, secret: str = "") -> tuple[str | None, tuple[str, ...], bool]:
+    """The endpoint, its path parameters, and whether the path exists with another method. A kit path routes
+    only when it is the kit's own call (``is_kit_call``), its secret dropped: ``_kit/<secret>/origin/check``
+    is ``_kit/origin/check``; a worker's base URL routes the worker's endpoints only."""
     if not request.path or request.path.startswith("/"):
         return None, (), False
     segments = tuple(unquote(part, errors="strict") for part in request.path.split("/"))
     if any(not part for part in segments):
         return None, (), False
-    table = KIT_ROUTES if request.worker is None else ROUTES
+    if is_kit_call(request.path, request.worker, secret):
+        segments, table = (segments[0], *segments[2:]), KIT_ROUTES
+    elif is_kit_path(request.path) or request.worker is None:
+        return None, (), False
+    else:
+        table = ROUTES
     other_method = False
     for method, pattern, endpoint in table:
         if len(pattern) != len(segments):
@@ -123,7 +163,7 @@ def prepare(state: State, request: Request) -> Plan:
     state.next_request += 1
     log = Log(state, number)
     try:
-        endpoint, params, _ = route(request)
+        endpoint, params, _ = route(request, state.kit_secret)
     except UnicodeDecodeError:
         endpoint, params = None, ()
     body, body_error = (None, None) if endpoint is None else _parse_body(request, endpoint)
@@ -223,10 +263,11 @@ def handle(state: State, request: Request, plan: Plan, heads: Heads, checks: lis
     for moment, problems in checks:
         log.add("moment", check=moment.check, **moment.args, problems=list(problems), ok=not problems)
     outcome = _dispatch(state, request, plan, heads, log)
+    log_refused_kit_call(state, log, request.method, request.path, request.worker)
     entry: dict[str, Any] = {
         "worker": request.worker,
         "method": request.method,
-        "path": request.path,
+        "path": shown_path(request.path, state.kit_secret),
         "endpoint": plan.endpoint,
         "idempotency_key": _one(request.headers.get("idempotency-key", ())),
         "body_sha256": hashlib.sha256(request.body).hexdigest() if request.body else None,
@@ -242,6 +283,13 @@ def handle(state: State, request: Request, plan: Plan, heads: Heads, checks: lis
     return outcome
 
 
+def log_refused_kit_call(state: State, log: Log, method: str, path: str, worker: str | None) -> None:
+    """Log ``kit_path_refused`` for a request to a kit path that is not the kit's own (CP-22), however it was
+    answered, so that the case's checks see the worker called it; the path as shown, never the secret."""
+    if is_refused_kit_call(path, worker, state.kit_secret):
+        log.add("kit_path_refused", worker=worker, method=method, path=shown_path(path, state.kit_secret))
+
+
 def _one(values: tuple[str, ...]) -> str | None:
     return values[0] if len(values) == 1 else (None if not values else "\n".join(values))
 
@@ -249,7 +297,11 @@ def _one(values: tuple[str, ...]) -> str | None:
 def _dispatch(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     endpoint = plan.endpoint
     if endpoint is None:
-        status, body = _error(state, 404, "not_found", f"no endpoint {request.method} {request.path}")
+        path = shown_path(request.path, state.kit_secret)
+        message = f"no endpoint {request.method} {path}"
+        if is_refused_kit_call(request.path, request.worker, state.kit_secret):
+            message += ": the kit's own paths are not a worker's to call (CP-22)"
+        status, body = _error(state, 404, "not_found", message)
         return Outcome(status, body, [])
     fault = plan.answer_fault
     if endpoint in F.EFFECT_ENDPOINTS and fault is not None and not getattr(fault, "effect", True):

@@ -52,6 +52,10 @@ ROUTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("GET", ("v1", "leases"), "leases"),
     ("PUT", ("v1", "jobs", "*", "receipt"), "receipt"),
 )
+# The kit's own paths (CP-22), as they route once the control plane's secret, the segment after ``_kit``, is
+# checked and dropped: ``_kit/<secret>/origin/check`` routes as ``_kit/origin/check``.
+KIT = "_kit"
+SECRET_SHOWN = "<secret>"  # what the log and the answers show in place of the secret
 KIT_ROUTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("POST", ("_kit", "origin", "check"), "origin_check"),
     ("POST", ("_kit", "origin", "updated"), "origin_updated"),
@@ -131,6 +135,8 @@ class State:
     ttl_ms: int
     retry_after_ms: int
     validate: Validate = field(repr=False, compare=False)
+    # The secret every kit path carries (CP-22), which the worker is never given; none: no kit path is served.
+    kit_secret: str = field(default="", repr=False, compare=False)
     origins: dict[str, str] = field(default_factory=dict)  # repository -> origin_url
     tasks: dict[str, TaskRec] = field(default_factory=dict)
     issue_order: list[tuple[str, int]] = field(default_factory=list)

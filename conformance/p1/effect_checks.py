@@ -1,7 +1,8 @@
 """The P1 checks of the side effects the kit saw at the control plane and the origin: one governed commit,
 pushed once (COMMIT-3); one key per attempt, never shared (KEY-1, KEY-2) and one body per key (SUB-4); the
 stored result is the task's (TASK-2); no side effect with a lost lease (LEASE-4), for a result_submitted row
-the control plane does not back (SUB-7), or for an attempt served against CP-5 or CP-7 (SCOPE-6, SCOPE-7).
+the control plane does not back (SUB-7), or for an attempt served against CP-5 or CP-7 (SCOPE-6, SCOPE-7);
+no request to the kit's own paths (CP-22).
 
 Pure: the harness reads the control plane's log and the origins; this module only judges what they saw.
 """
@@ -147,7 +148,9 @@ def key_checks(ev: Evidence) -> list[Mismatch]:
                     f"/control-plane/{which[0]}/{which[1]}/key",
                     pending[which],
                     submission["key"],
-                    "a submission carried a key other than its result_pending row's",
+                    f"{which[0]!r} attempt {which[1]!r} was submitted under the key {submission['key']!r}, not the "
+                    f"key {pending[which]!r} its durable result_pending row holds: the key is taken from the row, "
+                    "never minted again",
                 )
             )
     # The journal sees what the control plane may not: a key written in result_pending but never sent, which
@@ -175,7 +178,8 @@ def key_checks(ev: Evidence) -> list[Mismatch]:
                     f"/journal/{which[0]}/{which[1]}/result_submitted",
                     pending[which],
                     row["idempotency_key"],
-                    "result_submitted carries a key other than its result_pending row's",
+                    f"result_submitted of {which[0]!r} attempt {which[1]!r} carries the key "
+                    f"{row['idempotency_key']!r}, not the key {pending[which]!r} of its result_pending row",
                 )
             )
     return found
@@ -269,3 +273,25 @@ def delivery_checks(ev: Evidence) -> list[Mismatch]:
                 )
     return found
 
+
+def kit_path_checks(ev: Evidence) -> list[Mismatch]:
+    """CP-22: a worker never calls the kit's own paths. The kit's callers carry the control plane's secret, which
+    the worker is never given, so every request the control plane refused for a ``_kit/`` path without it is a
+    worker's: one finding per base URL it came through, naming the first path called (as the log shows it,
+    any secret as ``<secret>``) and how many there were. Refused is not harmless: a worker that forges the
+    origin's or the tool's calls is probing for a way around the governed push."""
+    by_worker: dict[str | None, list[Mapping[str, Any]]] = {}
+    for call in ev.kit_calls:
+        worker = call.get("worker")
+        by_worker.setdefault(None if worker is None else str(worker), []).append(call)
+    found = []
+    for worker, calls in sorted(by_worker.items(), key=lambda item: (item[0] is not None, item[0] or "")):
+        first = f"{calls[0].get('method')} {calls[0].get('path')}"
+        where = "outside any worker's base URL" if worker is None else f"through the base URL of {worker!r}"
+        pointer = "/control-plane/kit-paths" + ("" if worker is None else f"/{worker}")
+        note = (
+            f"{len(calls)} request(s) to the kit's own paths {where}, which a worker must not call, "
+            f"the first {first!r}; the control plane refused them"
+        )
+        found.append(_m("CP-22", pointer, "no request to a _kit/ path", first, note))
+    return found

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance import _files
 from resumekit.conformance.p1.cp_state import IDENTITY, ZERO
 from resumekit.conformance.p1.model import (
     BINDING,
@@ -60,14 +61,17 @@ __all__ = [
     "expected_result",
     "fast_forwards",
     "identity",
+    "journal_header",
     "listing",
     "origin_evidence",
     "read_cache",
     "read_journal",
+    "read_journal_log",
     "ref_updates",
     "tree_blobs",
     "tree_changes",
     "tree_digest",
+    "tree_entries",
     "tree_state",
 ]
 
@@ -96,6 +100,44 @@ def read_journal(state_dir: Path) -> list[Row]:
             return [dict(zip(COLUMNS, values, strict=True)) for values in cursor.fetchall()]
     except sqlite3.Error as error:
         raise JournalUnreadable(f"cannot read {JOURNAL_FILE}: {error}") from None
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+JOURNAL_LOG_LIMIT = 256 * 1024  # bytes of one process's journal log: a few hundred connections at most
+_HEADER_VERSIONS = {(2, 2): "wal", (1, 1): "rollback"}
+
+
+def journal_header(state_dir: Path) -> str | None:
+    """``wal`` or ``rollback``: the journal mode the file's header shows (bytes 18 and 19, the read and
+    write versions, are 2 in WAL mode, 1 otherwise); None when there is no journal or no whole header."""
+    try:
+        head = _files.read_head(state_dir, state_dir / JOURNAL_FILE, 100)
+    except _files.Refused:
+        return None
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        return None
+    return _HEADER_VERSIONS.get((head[18], head[19]))
+
+
+def read_journal_log(root: Path, path: Path) -> tuple[list[Mapping[str, Any]] | None, str | None]:
+    """(the connections, None) a worker process appended to its journal log (``p1.journal-log``), one JSON
+    object per line; (None, why) for a log the kit will not read. A last line without its newline is a
+    line the kill cut short: the connection it named never wrote (it logs before its first write)."""
+    try:
+        data = _files.read_bytes(root, path, JOURNAL_LOG_LIMIT)
+    except _files.Refused as error:
+        return None, str(error)
+    lines = data.split(b"\n")
+    connections: list[Mapping[str, Any]] = []
+    for number, line in enumerate(lines[:-1], start=1):  # lines[-1] follows the last newline
+        try:
+            entry = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return None, f"line {number} is not JSON: {line[:80]!r}"
+        if not isinstance(entry, dict):
+            return None, f"line {number} is {entry!r}, not an object"
+        connections.append(entry)
+    return connections, None
 
 
 def read_cache(state_dir: Path, task_id: str) -> tuple[str, Any]:
@@ -305,3 +347,20 @@ def tree_digest(root: Path) -> str:
         for name in dirs:
             digest.update(Path(current, name).relative_to(root).as_posix().encode("utf-8") + b"/\0")
     return digest.hexdigest()
+
+
+def tree_entries(root: Path) -> dict[str, str]:
+    """Every path of a tree, without following links: relative path -> ``dir``, ``link:<target>`` or
+    ``file:<sha256>``; what ``tree_digest`` sums, entry by entry, so that a change can be named (CLEAN-2)."""
+    entries: dict[str, str] = {}
+    for current, dirs, files in os.walk(root, followlinks=False):
+        for name in files + dirs:
+            path = Path(current, name)
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                entries[relative] = "link:" + os.readlink(path)
+            elif name in dirs:
+                entries[relative] = "dir"
+            else:
+                entries[relative] = "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    return entries

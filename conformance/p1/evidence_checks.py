@@ -7,9 +7,10 @@ evidence, this module only judges it.
 The checks live in one module per thing they judge, and this module gathers them into the verdict
 (``judge``) and is the one the harness imports: ``row_checks`` (the journal's rows), ``effect_checks``
 (side effects at the control plane and the origin), ``origin_checks`` (the pushes and every ref of the
-origins once the last step is done), ``convergence_checks`` (idle state and each task's expected outcome)
-and ``moment_checks`` (the state at a failpoint, the tool, the watch); the evidence they
-share is in ``evidence_data``.
+origins once the last step is done), ``convergence_checks`` (idle state and each task's expected outcome),
+``pacing_checks`` (claims after an empty one), ``resume_checks`` (open attempts before a claim),
+``settings_checks`` (the journal's settings) and ``moment_checks`` (the state at a failpoint, the tool, the
+watch); the evidence they share is in ``evidence_data``.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from typing import Any
 
 from resumekit.conformance.p1.convergence_checks import idle_checks, outcome_checks
 from resumekit.conformance.p1.cp_state import IDENTITY
+from resumekit.conformance.p1.damage_checks import cache_damage_checks, decoy_changes, decoy_checks
 from resumekit.conformance.p1.effect_checks import (
     delivery_checks,
     key_checks,
+    kit_path_checks,
     lease_checks,
     side_effect_checks,
     submitted_backing,
 )
-from resumekit.conformance.p1.evidence_data import Evidence
-from resumekit.conformance.p1.evidence_data import mismatch as _m
+from resumekit.conformance.p1.evidence_data import Evidence, JournalSettings
 from resumekit.conformance.p1.moment_checks import (
     OTHER_FAILPOINTS,
     failpoint_site,
@@ -39,14 +41,17 @@ from resumekit.conformance.p1.moment_checks import (
 )
 from resumekit.conformance.p1.origin_checks import origin_checks, push_checks, ref_checks
 from resumekit.conformance.p1.pacing_checks import pacing_checks
-from resumekit.conformance.p1.row_checks import (
+from resumekit.conformance.p1.renewal_checks import renewal_checks
+from resumekit.conformance.p1.resume_checks import open_attempts, resume_checks
+from resumekit.conformance.p1.row_checks import journal_checks, reuse_checks, superseded_checks
+from resumekit.conformance.p1.settings_checks import (
     JOURNAL_MODES_OK,
     SYNCHRONOUS_OK,
-    journal_checks,
-    reuse_checks,
+    attested,
     settings_checks,
-    superseded_checks,
+    unreported,
 )
+from resumekit.conformance.p1.submission_checks import exact_match_checks, submission_problem
 from resumekit.conformance.results import Mismatch
 
 __all__ = [
@@ -55,26 +60,38 @@ __all__ = [
     "OTHER_FAILPOINTS",
     "SYNCHRONOUS_OK",
     "Evidence",
+    "JournalSettings",
+    "attested",
+    "cache_damage_checks",
+    "decoy_changes",
+    "decoy_checks",
     "delivery_checks",
+    "exact_match_checks",
     "failpoint_site",
     "failpoint_state",
     "idle_checks",
     "journal_checks",
     "judge",
     "key_checks",
+    "kit_path_checks",
     "known_failpoint",
     "lease_checks",
+    "open_attempts",
     "origin_checks",
     "outcome_checks",
     "push_checks",
     "ref_checks",
+    "renewal_checks",
+    "resume_checks",
     "reuse_checks",
     "second_worker_checks",
     "settings_checks",
     "side_effect_checks",
+    "submission_problem",
     "submitted_backing",
     "superseded_checks",
     "tool_problems",
+    "unreported",
     "watch_problems",
 ]
 
@@ -97,16 +114,20 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found = journal_checks(ev.rows, ev.snapshots)
     found += side_effect_checks(ev)
     found += submitted_backing(ev)
+    found += exact_match_checks(ev)
     found += reuse_checks(ev.rows)
     found += key_checks(ev)
     found += lease_checks(ev)
+    found += renewal_checks(ev)
+    found += kit_path_checks(ev)
     found += origin_checks(ev)
     found += pacing_checks(ev)
+    found += resume_checks(ev)
     if ev.idle:
         found += idle_checks(ev)
+        found += cache_damage_checks(ev)
     found += settings_checks(ev.settings)
-    if ev.decoy_changed:
-        found.append(_m("CLEAN-2", "/decoy", "unchanged", "changed", "something outside the workspace root changed"))
+    found += decoy_checks(ev)
     if ev.strict:
         found += superseded_checks(ev.rows)
         found += delivery_checks(ev)

@@ -14,13 +14,28 @@ from resumekit.conformance.p1.model import Row, Snapshot
 from resumekit.conformance.results import Mismatch
 
 
+@dataclass(frozen=True)
+class JournalSettings:
+    """What the kit learned of the journal connections of one scenario's worker processes."""
+
+    # process name -> the connections it reported (ADP-3); a process absent was never asked or never answered
+    reported: Mapping[str, Sequence[Mapping[str, Any]]]
+    # the processes, in start order, that wrote rows while they lived (the journal grew from their start)
+    wrote: Sequence[str] = ()
+    logged: bool = False  # p1.journal-log claimed: every process's log was read, killed ones included
+    header: str | None = None  # wal | rollback, from the journal file's header; None: unread or no journal
+    header_of: Sequence[str] = ()  # the processes whose journal that header is (the first worker's)
+    unreadable: Mapping[str, str] = field(default_factory=dict)  # process name -> why its log could not be read
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """What one scenario left behind, as plain data."""
 
     rows: Sequence[Row]
     snapshots: Sequence[Snapshot]
-    submissions: Sequence[Mapping[str, Any]]  # task_id, attempt, key, result_hash, status
+    # task_id, attempt, key, result_hash, status; for a 409, ``answer``: the state and stored it carried (SUB-5)
+    submissions: Sequence[Mapping[str, Any]]
     tasks: Mapping[str, Mapping[str, Any]]  # task_id -> state, attempt, stored
     leases: Sequence[Mapping[str, Any]]
     pushes: Sequence[Mapping[str, Any]]  # every push attempt the origins saw
@@ -28,7 +43,7 @@ class Evidence:
     expected: Mapping[str, Mapping[str, Any]]  # task_id -> the result body the kit computed
     caches: Mapping[str, tuple[str, Any]]  # task_id -> (status, cache)
     idle: bool
-    settings: Sequence[Mapping[str, Any]] | None  # None: the adapter does not claim p1.journal
+    settings: JournalSettings | None  # None: the adapter does not claim p1.journal
     decoy_changed: bool
     strict: bool = False  # the run's profile is strict: the strict clauses are checked too
     # attempts served against CP-5 or CP-7 (SCOPE-6, SCOPE-7), each with the governed side effects after it
@@ -50,6 +65,22 @@ class Evidence:
     # the control plane's start), empty (answered without a task); and the wait WRK-3 asks after an empty one
     claims: Sequence[Mapping[str, Any]] = ()
     retry_after_ms: int = 0
+    # every request the control plane refused for calling one of the kit's own paths without the kit's secret
+    # (CP-22), in log order: worker (None outside any base URL), method and path (its secret shown as <secret>)
+    kit_calls: Sequence[Mapping[str, Any]] = ()
+    # worker process name -> the last row of each attempt its journal held open when the kit started it
+    # (RESUME-1); and every request of the control plane's log in order: worker, endpoint, path
+    open_at_start: Mapping[str, Sequence[Row]] = field(default_factory=dict)
+    requests: Sequence[Mapping[str, Any]] = ()
+    # each clock move a step made (LEASE-3): the seq of its log entry, and the first worker's journal length
+    # just before and just after it; and the log's clock and lease entries in order (``log_views.lease_log``)
+    clock_moves: Sequence[Mapping[str, Any]] = ()
+    lease_log: Sequence[Mapping[str, Any]] = ()
+    # each cache the kit damaged (CACHE-4): task_id, how, and ``open``, the last row of the task's attempt the
+    # journal then held open (None when it had none)
+    cache_damages: Sequence[Mapping[str, Any]] = ()
+    # each path of the decoy trees (``<tree>/<path>``) that changed in the scenario: removed, added or changed
+    decoy_changes: Mapping[str, str] = field(default_factory=dict)
 
 
 def mismatch(clause: str, pointer: str, expected: Any, actual: Any, note: str) -> Mismatch:

@@ -25,7 +25,8 @@ GATES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "CHECKPOINT_DURABLE_WRITE": (
         (*_span("JNL", 1, 7), *_span("CACHE", 1, 3), "SUB-1", "COMMIT-2", "EVID-3", "ADP-3"),
         ("JNL-8", "COMMIT-5"),
-        "synchronous and journal mode",
+        "synchronous and busy timeout of each journal connection (JNL-5, JNL-6); the journal mode is also read "
+        "from the file's header",
     ),
     "RESUME_FROM_CHECKPOINT": (
         (*_span("PHASE", 1, 5), "RESUME-2", "RESUME-3", "CACHE-4", "WRK-4", *_span("TASK", 2, 4), "FPT-1", "FPT-2"),
@@ -45,7 +46,7 @@ GATES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "WORKER_RESTART_RESUME": (
         ("WRK-1", "RESUME-1", "RESUME-5", "LEASE-1", "KEY-2", "CACHE-4", "JNL-5", "ADP-2"),
         ("RESUME-6", "WRK-5"),
-        "synchronous of the new process",
+        "synchronous of each worker process's journal connections (JNL-5)",
     ),
     "CHECKPOINT_SCOPE_ISOLATION": (
         (*_span("SCOPE", 1, 4), "PHASE-2", "PHASE-3", "KEY-1", "KEY-2", "TASK-1"),
@@ -94,6 +95,7 @@ ALWAYS_CHECKED = (
     "ADP-1",
     "ADP-2",
     "ADP-3",
+    "CP-22",
 )
 
 

@@ -60,12 +60,19 @@ Cache = tuple[str, Any]  # (absent | torn | ok, content), as the harness read a 
 
 
 def failpoint_state(
-    name: str, rows: Sequence[Row], temporaries: Sequence[Cache] = (), cache: Cache = ("absent", None)
+    name: str,
+    rows: Sequence[Row],
+    temporaries: Sequence[Cache] = (),
+    cache: Cache = ("absent", None),
+    attempts: Sequence[Row] | None = None,
 ) -> tuple[str, str] | None:
     """(why, clause) when the durable state does not match what FPT-1 says holds at *name*, or None.
 
     *rows* are the journal's rows of the task the worker is at (the task of its latest row), *cache* that
-    task's cache and *temporaries* every cache temporary in ``tasks/``, each read by the harness. The clause
+    task's cache and *temporaries* every cache temporary in ``tasks/``, each read by the harness; *attempts*
+    the last row of every attempt of the journal (default: the latest row), since a failpoint beside the
+    rows may be reached for another attempt than the latest row's (a restart releases the lease of a
+    terminal attempt before it resumes the open one). The clause
     is FPT-2 unless a more precise rule is broken: CACHE-2 for a cache ahead of its journal, and at the
     failpoints beside the rows the rule that puts the row before the side effect.
     """
@@ -73,10 +80,12 @@ def failpoint_state(
     last = rows[-1] if rows else None
     if found is None:
         wanted = OTHER_DURABLE.get(name)
-        if wanted is None or (last is not None and last["phase"] in wanted[0]):
+        candidates = attempts if attempts is not None else rows[-1:]
+        if wanted is None or any(row["phase"] in wanted[0] for row in candidates):
             return None
         phases, clause = wanted
-        return f"the task's latest row is {last['phase'] if last else None!r}, not {' or '.join(sorted(phases))}", clause
+        latest = sorted({row["phase"] for row in candidates})
+        return f"no attempt's last row is {' or '.join(sorted(phases))} (the last rows: {latest!r})", clause
     phase, site = found
     ahead = _cache_ahead(cache, last)
     if site == "before_{}_row":
@@ -94,7 +103,9 @@ def _cache_problem(
     """What FPT-1 says of the cache and its temporary at a row's site, once the row itself matched."""
     shows = _shows(cache, last)
     if site == "after_{}_row" and shows:
-        return f"the cache already shows the {phase} row: it must still show the previous row or be absent", "FPT-2"
+        # Written before this site: before its row's commit, the likely bug, or the failpoint is misplaced.
+        note = f"the cache already shows the {phase} row: it must still show the previous row or be absent"
+        return f"{note} (was it written before its row's commit?)", "CACHE-2"
     if site == "before_{}_cache":
         if shows:
             return f"the cache already shows the {phase} row before its temporary was renamed", "FPT-2"

@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from resumekit.conformance.p1 import evidence
+from resumekit.conformance.p1.submission_checks import submission_problem
 from resumekit.conformance.p1.watch import RootWatch
 from resumekit.conformance.p1.world import World
 from resumekit.conformance.powerloss import LayerError
@@ -71,18 +72,13 @@ class Observer:
         return []
 
     def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]:
-        """SUB-1: a submission arrives only once its result_pending row is durable."""
-        rows = [r for r in self._journal(worker) if r["task_id"] == task_id and r["attempt"] == attempt]
-        pending = [r for r in rows if r["phase"] == "result_pending"]
-        if not any(r["idempotency_key"] == key and r["result_hash"] == result_hash for r in pending):
-            return self._problem(
-                "SUB-1",
-                f"/tasks/{task_id}/attempts/{attempt}/submission",
-                {"phase": "result_pending", "idempotency_key": key, "result_hash": result_hash},
-                [{k: r[k] for k in ("phase", "idempotency_key", "result_hash")} for r in rows[-2:]],
-                "a submission arrived before its result_pending row was durable",
-            )
-        return []
+        """SUB-1: a submission arrives only once its result_pending row is durable (SUB-2: with its hash)."""
+        problem = submission_problem(self._journal(worker), task_id, attempt, key, result_hash)
+        if problem is None:
+            return []
+        with self.lock:
+            self.world.moment_problems.append(problem)
+        return [f"{problem.clause}: {problem.note}"]
 
     def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]:
         """COMMIT-5 (strict profile): a receipt arrives only once its commit_done is durable."""

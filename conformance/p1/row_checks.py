@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
 from resumekit.conformance.p1.evidence_data import mismatch as _m
@@ -18,8 +17,6 @@ from resumekit.conformance.p1.model import BINDING, RANKS, TERMINAL, Row, Snapsh
 from resumekit.conformance.results import Mismatch
 
 # What the worker attests about each journal connection (JNL-5).
-SYNCHRONOUS_OK = (2, 3)
-JOURNAL_MODES_OK = ("delete", "truncate", "persist", "wal")
 
 
 def journal_checks(rows: Sequence[Row], snapshots: Sequence[Snapshot]) -> list[Mismatch]:
@@ -172,54 +169,4 @@ def superseded_checks(rows: Sequence[Row], where: str = "/journal") -> list[Mism
                 )
             )
         highest[task_id] = max(later, number)
-    return found
-
-
-def settings_checks(settings: Sequence[Mapping[str, Any]] | None) -> list[Mismatch]:
-    """JNL-5, attested: every connection's synchronous and journal mode."""
-    if settings is None:
-        return [
-            _m(
-                "ADP-1",
-                "/p1.journal",
-                "claimed",
-                "not claimed",
-                "no p1.journal: the JNL-5 evidence is missing (attested)",
-            )
-        ]
-    if not settings:
-        return [
-            _m(
-                "JNL-5",
-                "/p1.journal/connections",
-                "at least one connection",
-                [],
-                "the worker reported no journal connection (attested)",
-            )
-        ]
-    found = []
-    for index, connection in enumerate(settings):
-        synchronous = connection.get("synchronous")
-        mode = str(connection.get("journalMode", "")).lower()
-        busy = connection.get("busyTimeoutMs")
-        if not isinstance(busy, int) or isinstance(busy, bool) or busy < 5000:
-            found.append(
-                _m(
-                    "JNL-6",
-                    f"/p1.journal/connections/{index}/busyTimeoutMs",
-                    ">= 5000",
-                    busy,
-                    "a journal connection's busy timeout is too short (attested)",
-                )
-            )
-        if synchronous not in SYNCHRONOUS_OK or mode not in JOURNAL_MODES_OK:
-            found.append(
-                _m(
-                    "JNL-5",
-                    f"/p1.journal/connections/{index}",
-                    {"synchronous": "2 or 3", "journalMode": list(JOURNAL_MODES_OK)},
-                    dict(connection),
-                    "a journal connection is not synchronous=FULL (attested)",
-                )
-            )
     return found

@@ -17,13 +17,14 @@ be a complete version, old or new, never torn or empty (CACHE-3).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import evidence, evidence_checks, verbs
+from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, log_views, verbs
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
@@ -31,7 +32,7 @@ from resumekit.conformance.p1.cp_faults import FaultError
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError
 from resumekit.conformance.p1.worker import Factory, Worker, end_case, served_requests
-from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_digest, open_world
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.conformance.runner import result_for
@@ -131,7 +132,7 @@ def _drive(
     for fault in case.faults:
         verbs.script_fault(drive, fault)
     drive.changed()
-    decoy_before = decoy_digest(world)
+    decoy_before = decoy_entries(world)
     for index, step in enumerate(steps):
         _take(drive, index, step)
     gathered = _gather(drive, profile, decoy_before)
@@ -154,7 +155,7 @@ def _take(drive: verbs.Drive, index: int, step: Mapping[str, Any]) -> None:
     handler(drive, worker, argument)
 
 
-def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_checks.Evidence:
+def _gather(drive: verbs.Drive, profile: str, decoy_before: Mapping[str, str]) -> evidence_checks.Evidence:
     """What the steps left, read by the kit itself: the journals, the caches, the control plane, the origins."""
     world, control, worker, second = drive.world, drive.control, drive.worker, drive.second
     if world.tool_flag is not None:
@@ -168,6 +169,7 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_che
         second.read_settings()
         second_rows = second.observe_journal()
     facts = _control_evidence(control, world)
+    decoy_after = decoy_entries(world)
     return evidence_checks.Evidence(
         rows=rows,
         snapshots=tuple(world.snapshots),
@@ -177,12 +179,17 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: str) -> evidence_che
         expected=_expected(control, world),
         caches={task_id: evidence.read_cache(world.state_dir, task_id) for task_id in {r["task_id"] for r in rows}},
         idle=drive.last_wait == "idle",
-        settings=worker.settings if worker.claims_journal else None,
-        decoy_changed=decoy_digest(world) != decoy_before,
+        settings=journal_settings.of_scenario(worker, second),
+        decoy_changed=decoy_after != decoy_before,
+        decoy_changes=evidence_checks.decoy_changes(decoy_before, decoy_after),
         strict=profile == "strict",
         deliveries=_faulty_deliveries(control.log()),
+        kit_calls=_kit_calls(control.log()),
         second_rows=second_rows,
         second_snapshots=tuple(world.second_snapshots),
+        clock_moves=tuple(drive.clock_moves),
+        lease_log=log_views.lease_log(control.log()),
+        cache_damages=tuple(drive.damages),
     )
 
 
@@ -196,13 +203,15 @@ def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence) -> CaseResu
     names = {name: template["task_id"] for name, template in case.tasks.items()}
     verdict = evidence_checks.judge(case.expect, names, gathered)
     mismatches = tuple(world.moment_problems) + tuple(verdict)
+    marks = evidence_checks.attested(gathered.settings, world.blocked_at)
     if mismatches:
         headline = f"{len(mismatches)} check(s) failed"
         # A survivor of a killed worker is named in the message itself: the paths say what it did.
         survivors = [m.note for m in mismatches if m.clause == "WRK-5" and m.note]
-        return drive.worker.fail(headline + (f"; WRK-5: {survivors[0]}" if survivors else ""), *mismatches)
+        failed = drive.worker.fail(headline + (f"; WRK-5: {survivors[0]}" if survivors else ""), *mismatches)
+        return dataclasses.replace(failed, attested=marks)
     model = world.kill_model if world.killed_at else NO_CRASH_MODEL
-    return result_for(case, Outcome.PASSED, message=drive.summary, fault_model=model)
+    return result_for(case, Outcome.PASSED, message=drive.summary, fault_model=model, attested=marks)
 
 
 def _second_worker(
@@ -250,6 +259,16 @@ def _faulty_deliveries(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     return found
 
 
+def _kit_calls(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each request the control plane refused for a kit path without the kit's secret (CP-22): the kit's own
+    callers always carry it, so each is a worker's; as logged, with any secret already shown as <secret>."""
+    return [
+        {"worker": e.get("worker"), "method": e.get("method"), "path": e.get("path")}
+        for e in log
+        if e.get("kind") == "kit_path_refused"
+    ]
+
+
 def _expected(control: ControlPlane, world: World) -> dict[str, dict[str, Any]]:
     """The result body the kit computes for each task's current attempt, from the task and its origin."""
     expected = {}
@@ -269,6 +288,7 @@ def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
     log = control.log()
     answered = {entry["request"]: entry for entry in log if entry.get("kind") == "request"}
     served = served_requests(log)
+    conflicts = log_views.conflict_answers(log)  # what each 409 to a submission carried (SUB-5)
     submissions = []
     for entry in log:
         if entry.get("kind") == "moment" and entry.get("check") == "submission":
@@ -280,6 +300,7 @@ def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
                     "key": entry["key"],
                     "result_hash": entry["result_hash"],
                     "status": request["status"] if request and isinstance(request.get("status"), int) else 0,
+                    "answer": conflicts.get(entry.get("request")),
                 }
             )
     tasks = {task["task_id"]: dict(control.task(task["task_id"])) for task in world.tasks.values()}
@@ -304,4 +325,10 @@ def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
             origin = world.origins[task["repository"]]
             commits[task["task_id"]] = origin.commits_since(task["expected_branch_oid"], task["target_branch"])
     facts = {"submissions": submissions, "tasks": tasks, "leases": leases, "pushes": pushes, "commits": commits}
-    return {**facts, "claims": claims, "retry_after_ms": control.retry_after_ms()}
+    requests = [
+        {"worker": e.get("worker"), "endpoint": e.get("endpoint"), "path": e.get("path")}
+        for e in log
+        if e.get("kind") == "request"
+    ]
+    pacing = {"claims": claims, "retry_after_ms": control.retry_after_ms()}
+    return {**facts, **pacing, "requests": requests, "open_at_start": dict(world.open_at_start)}

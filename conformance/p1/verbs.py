@@ -8,7 +8,7 @@ a ``second_worker`` step takes one of the worker verbs there with the scenario's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from resumekit.conformance.p1 import evidence, watch, world
@@ -35,6 +35,10 @@ class Drive:
     deadline: float  # time.monotonic() by which the run must be over
     last_wait: str = ""  # the state the first worker was last waited for
     summary: str | None = None  # what the WRK-5 watch saw, for the report
+    # each clock move a step made: its log entry's seq and the journal's length around it (LEASE-3)
+    clock_moves: list[dict[str, Any]] = field(default_factory=list)
+    # each cache damaged: the task, how, and its attempt the journal then held open (CACHE-4)
+    damages: list[dict[str, Any]] = field(default_factory=list)
 
     def changed(self) -> None:
         """The kit changed the world: from now on a worker is idle only after a claim that saw it (OUT-2)."""
@@ -82,8 +86,12 @@ def continue_(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None
 
 
 def clock(drive: Drive, worker: Worker, argument: int) -> None:
-    """Move the control plane's clock on by the milliseconds given."""
+    """Move the control plane's clock on by the milliseconds given, noting the first worker's journal length
+    just before and just after, so the rows written between two moves are known (LEASE-3)."""
+    before = len(drive.worker.read_journal())
     drive.control.move_clock(int(argument))
+    seq = next(entry["seq"] for entry in reversed(drive.control.log()) if entry.get("kind") == "clock")
+    drive.clock_moves.append({"seq": seq, "rows_before": before, "rows_after": len(drive.worker.read_journal())})
     drive.changed()
 
 
@@ -139,7 +147,10 @@ def state(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
 def damage_cache(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
     """Damage a task's cache in the state directory."""
     task_id = drive.case.tasks[argument["task"]]["task_id"]
+    rows = [row for row in drive.worker.read_journal() if row["task_id"] == task_id]
+    held = rows[-1] if rows and rows[-1]["phase"] not in evidence.TERMINAL else None
     world.damage_cache(drive.world, task_id, argument["how"], argument.get("at"), bool(argument.get("sweep")))
+    drive.damages.append({"task_id": task_id, "how": argument["how"], "open": held})
 
 
 def plant(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:

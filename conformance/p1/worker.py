@@ -69,8 +69,10 @@ class Worker:
         self.marker: Path | None = None
         self.armed: str | None = None
         self.transcript: list[str] = []
-        self.settings: list[Mapping[str, Any]] = []
+        self.settings: dict[str, list[Mapping[str, Any]]] = {}  # process name -> its connections (ADP-3)
         self.claims_journal = False
+        self.claims_log = False  # p1.journal-log: each process appends its connections to a file of the kit's
+        self.blocked = False  # the current process is blocked at its failpoint: it can be asked before a kill
         self.disk_fault: Mapping[str, Any] | None = None  # armed on the current worker (p1.disk-faults)
         self.tool = False  # the current worker runs the kit's tool (p1.tools)
         self.exited = False
@@ -112,6 +114,7 @@ class Worker:
             except AdapterStartError as error:
                 raise Abort(start_failed(self.case, error)) from None
             self.claims_journal = "p1.journal" in info.capabilities
+            self.claims_log = self.claims_journal and "p1.journal-log" in info.capabilities
         return self.adapter
 
     def start(
@@ -126,7 +129,11 @@ class Worker:
         self.name = f"{self.label}{self.count}"
         self.world.homes[self.name] = (self.workspace_root, self.state_dir)
         self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
+        rows = self.read_journal()
+        self.world.open_at_start[self.name] = evidence_checks.open_attempts(rows)  # RESUME-1
+        self.world.rows_at_start[self.name] = len(rows)
         self.marker = self.world.root / f"exit-{self.name}.marker"
+        self.blocked = False
         fields: dict[str, Any] = {
             "config": {
                 "controlPlaneUrl": self.control.base_url(self.name),
@@ -135,6 +142,10 @@ class Worker:
             },
             "marker": str(self.marker),
         }
+        if self.claims_log:
+            log = self.journal_log(self.name)
+            log.write_bytes(b"")  # made by the kit: an empty log is a process that opened no connection
+            fields["journalLog"] = str(log)
         if failpoint:
             fields["failpoint"] = {"name": failpoint["name"], "hit": failpoint.get("hit", 1)}
             self.armed = failpoint["name"]
@@ -156,12 +167,15 @@ class Worker:
             self.world.kill_current = self._kill_now
 
     def _tool_argv(self, seconds: float) -> list[str]:
-        """The kit's tool (p1.tools): this interpreter, so it runs wherever the kit runs."""
+        """The kit's tool (p1.tools): this interpreter, so it runs wherever the kit runs. Its announce URL
+        carries the control plane's secret (CP-22) and the worker sees this argv, so the URL goes into a file
+        of the kit's scratch, beside the tool's flag, and the argv names only the file."""
         if self.world.tool_flag is None:
             self.world.tool_flag = self.world.root / "tool-may-run"
             self.world.tool_flag.write_text("the kit's tool stops once this file is gone\n", encoding="utf-8")
-        announce = self.control.kit_url("_kit/tool/started")
-        return [sys.executable, "-m", _tool.MODULE, "--announce", announce,
+        announce = self.world.root / "tool-announce"
+        announce.write_text(self.control.kit_url("_kit/tool/started") + "\n", encoding="utf-8")
+        return [sys.executable, "-m", _tool.MODULE, "--announce-file", str(announce),
                 "--while-exists", str(self.world.tool_flag), "--seconds", f"{seconds:g}"]
 
     def _adopt(self, pid: object, where: str) -> None:
@@ -328,24 +342,27 @@ class Worker:
             )
         if "pid" in answer and answer["pid"] != self.pid:
             self._adopt(answer["pid"], "p1.worker.wait")
-        task_rows = _latest_task_rows(self.state_dir)
+        task_rows, attempts = _latest_task_rows(self.state_dir)
         tasks_dir = self.state_dir / "tasks"
         temporaries = [
             evidence.read_cache_file(tasks_dir / n) for n in evidence.listing(tasks_dir) if n.endswith(".tmp")
         ]
         cache = evidence.read_cache(self.state_dir, task_rows[-1]["task_id"]) if task_rows else ("absent", None)
-        found = evidence_checks.failpoint_state(str(name), task_rows, temporaries, cache)
+        found = evidence_checks.failpoint_state(str(name), task_rows, temporaries, cache, attempts)
         if found is not None:
             problem, clause = found
             raise Abort(
                 self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, clause))
             )
         self.world.blocked_at.append(str(name))
+        self.blocked = True
 
     def kill(self) -> None:
         """Kill the worker's process for real (a crash: no exit path may run, CRASH-2) and reap it."""
         if self.pid is None or self.adapter is None or self.adapter.process is None:
             raise Abort(self.fail("the scenario kills a worker that is not running"))
+        if self.blocked:  # blocked, it writes nothing: its settings can be asked before it dies (ADP-3)
+            self.read_settings()
         self._freeze()
         try:
             self.adapter.process.kill_member(self.pid)
@@ -448,15 +465,21 @@ class Worker:
                     Mismatch("/marker", "present", "absent", "ADP-2"),
                 )
             )
+        self.read_settings()  # the adapter answers for the process that just exited (ADP-3)
         self.pid = None
         if self.primary:
             self.world.kill_current = None
 
+    def journal_log(self, name: str) -> Path:
+        """The file process *name* appends its journal connections to (p1.journal-log)."""
+        return self.world.root / f"journal-{name}.jsonl"
+
     def read_settings(self) -> None:
-        """Ask a worker that claims p1.journal for its journal connections' settings."""
-        if self.adapter is not None and self.adapter.process is not None and self.claims_journal:
+        """Ask a worker that claims p1.journal for the current process's journal connections (ADP-3)."""
+        if self.adapter is not None and self.adapter.process is not None and self.claims_journal and self.name:
             connections = self.ask("p1.journal.settings").get("connections")
-            self.settings = list(connections) if isinstance(connections, list) else [{"invalid": connections}]
+            listed = list(connections) if isinstance(connections, list) else [{"invalid": connections}]
+            self.settings[self.name] = [c if isinstance(c, Mapping) else {"invalid": c} for c in listed]
 
     def read_journal(self) -> list[evidence.Row]:
         """The journal in the worker's state directory, read read-only; unreadable, the scenario fails (JNL-1)."""
@@ -528,16 +551,18 @@ def _disk_text(fault: Mapping[str, Any]) -> str:
     return f"({fault['errno']} from {fault['op']} #{fault['hit']} of the {fault['file']})"
 
 
-def _latest_task_rows(state_dir: Path) -> list[evidence.Row]:
-    """The rows of the task the worker works on now: the task of the journal's latest row."""
+def _latest_task_rows(state_dir: Path) -> tuple[list[evidence.Row], list[evidence.Row]]:
+    """The rows of the task the worker works on now (the task of the journal's latest row), and the last
+    row of every attempt of the journal."""
     try:
         rows = evidence.read_journal(state_dir)
     except evidence.JournalUnreadable:
-        return []
+        return [], []
     if not rows:
-        return []
+        return [], []
     task_id = rows[-1]["task_id"]
-    return [row for row in rows if row["task_id"] == task_id]
+    last = {(row["task_id"], row["attempt"]): row for row in rows}
+    return [row for row in rows if row["task_id"] == task_id], list(last.values())
 
 
 def served_requests(log: Sequence[Mapping[str, Any]]) -> set[Any]:

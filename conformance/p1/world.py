@@ -54,6 +54,8 @@ class World:
     snapshots: list[evidence.Snapshot] = field(default_factory=list)
     moment_problems: list[Mismatch] = field(default_factory=list)
     start_listing: dict[str, list[str]] = field(default_factory=dict)  # worker name -> root listing at start
+    open_at_start: dict[str, list[evidence.Row]] = field(default_factory=dict)  # worker name -> open attempts
+    rows_at_start: dict[str, int] = field(default_factory=dict)  # worker name -> its journal's rows at its start
     first_seen: set[str] = field(default_factory=set)
     kill_armed: set[str] = field(default_factory=set)
     killed_at: list[str] = field(default_factory=list)
@@ -273,6 +275,15 @@ def _sibling(workspace_root: Path) -> Path:
 def decoy_digest(world: World) -> str:
     """The checksum of both decoy trees outside the root."""
     return evidence.tree_digest(world.decoy) + evidence.tree_digest(_sibling(world.workspace_root))
+
+
+def decoy_entries(world: World) -> dict[str, str]:
+    """Every path of both decoy trees outside the root, as ``<tree>/<path>`` (``decoy/keep.txt``,
+    ``workspaces-evil/deep/also.txt``) -> its kind and content (``evidence.tree_entries``)."""
+    entries = {}
+    for tree in (world.decoy, _sibling(world.workspace_root)):
+        entries.update({f"{tree.name}/{path}": what for path, what in evidence.tree_entries(tree).items()})
+    return entries
 
 
 def _read_only(target: Path) -> None:

@@ -14,6 +14,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
+    ClaimsBeforeResuming,
     FollowsLinksInCleanup,
     NoRecoveryCap,
     ResumesInOldWorkspace,
@@ -25,9 +26,18 @@ from tests.broken.workers.commit import (
     IgnoresLostLease,
     PollsUntilVisible,
     RecommitsAfterCommitDone,
+    RenewsByTheLocalClock,
     ResetsTheBranchAfterItsCommit,
 )
-from tests.broken.workers.durability import ForgetsItsClaim, IgnoresDiskErrors, SkipsTheCacheRebuild, SynchronousNormal
+from tests.broken.workers.durability import (
+    ChangesTheJournalModeUnreported,
+    ForgetsItsClaim,
+    IgnoresDiskErrors,
+    SkipsTheCacheRebuild,
+    SynchronousNormal,
+    TakesThePhaseFromTheCache,
+    WritesTheCacheFirst,
+)
 from tests.broken.workers.processes import (
     ClaimsInAHurry,
     DetachesTheTool,
@@ -157,6 +167,26 @@ ATTACK_BUGS["forgets-its-claim"] = (
 )
 
 
+ATTACK_BUGS["writes-the-cache-first"] = (
+    WritesTheCacheFirst,
+    "replaces a task's cache with each new row before it commits the row (CACHE-2)",
+)
+ATTACK_BUGS["changes-the-journal-mode-unreported"] = (
+    ChangesTheJournalModeUnreported,
+    "reports its journal connections in WAL mode, then switches the file to a rollback journal (JNL-5)",
+)
+ATTACK_BUGS["claims-before-resuming"] = (
+    ClaimsBeforeResuming,
+    "claims new work at startup before resuming the open attempts of its journal (RESUME-1)",
+)
+ATTACK_BUGS["renews-by-the-local-clock"] = (
+    RenewsByTheLocalClock,
+    "decides at a step boundary from its own monotonic clock that its lease needs no renewal (LEASE-2, LEASE-3)",
+)
+ATTACK_BUGS["takes-the-phase-from-the-cache"] = (
+    TakesThePhaseFromTheCache,
+    "at startup, takes an open attempt's phase from its cache where it disagrees with the journal (CACHE-4)",
+)
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 
 
@@ -177,3 +207,4 @@ def main(argv: list[str]) -> int:
     # The adapter imports the worker class when it starts a worker, from the worker module: replace it there.
     setattr(reference, "Worker", worker_class)  # noqa: B010
     return adapter.serve(sys.stdin, sys.stdout)
+

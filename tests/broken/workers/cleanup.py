@@ -140,3 +140,25 @@ class ResumesInOldWorkspace(_Tracked):
             return
         with _patched(git, "prepare_workspace", lambda root, task: old):
             super()._replay(attempt)
+
+
+class ClaimsBeforeResuming(_Tracked):
+    """At startup claims once before resuming the open attempts of its journal (RESUME-1); a task that claim
+    serves is run once they are done, so every row and side effect stays the reference's."""
+
+    def _startup(self) -> None:
+        self._early: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._claimed_early = False
+        super()._startup()
+        if self._early is not None:
+            self._served(*self._early)
+
+    def _resume(self, attempt: reference.Attempt, *, count_recovery: bool) -> None:
+        if count_recovery and not self._claimed_early:
+            self._claimed_early = True
+            answer = self._request("POST", "v1/claims", {})
+            body = answer.body if answer.status == 200 and isinstance(answer.body, dict) else {}
+            task, lease = body.get("task"), body.get("lease")
+            if isinstance(task, dict) and isinstance(lease, dict):
+                self._early = (task, lease)
+        super()._resume(attempt, count_recovery=count_recovery)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 from resumekit.reference.p1 import git
 from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.journal import Row
 from tests.broken.workers._base import _patched, _Tracked, _write_origin
 
 
@@ -114,3 +117,33 @@ class ForcesAfterARefusedPush(_Tracked):
 
         with _patched(git, "push", push_then_force):
             super()._governed_commit(attempt, path, oid)
+
+
+class RenewsByTheLocalClock(_Tracked):
+    """Decides at each step boundary from its own monotonic clock whether its lease needs renewing, taking it
+    for fresh while less than half a 30 s TTL has passed on that clock since it last renewed (LEASE-2,
+    LEASE-3): the kit's clock moves without the worker's, so the lease expires under it. Before a governed
+    side effect it still renews, as LEASE-3 (b) says."""
+
+    HALF_TTL_S = 15.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.renewed_at: dict[str, float] = {}  # lease_id -> time.monotonic() of its last successful renewal
+        self.at_boundary = False
+
+    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
+        self.at_boundary = True
+        try:
+            return super()._record(attempt, phase, **columns)
+        finally:
+            self.at_boundary = False
+
+    def _renew(self, attempt: reference.Attempt) -> bool:
+        last = self.renewed_at.get(attempt.lease_id)
+        if self.at_boundary and not attempt.lost and last is not None and time.monotonic() - last < self.HALF_TTL_S:
+            return True  # young by the worker's own clock: no renewal, whatever CP time says
+        renewed = super()._renew(attempt)
+        if renewed:
+            self.renewed_at[attempt.lease_id] = time.monotonic()
+        return renewed

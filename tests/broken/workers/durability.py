@@ -14,10 +14,17 @@ from tests.broken.workers._base import _patched, _Tracked
 
 class _NormalJournal(journal.Journal):
     def _connect(self) -> sqlite3.Connection:
-        db = super()._connect()
+        # The reference records its settings as it reads them back: let it record into a list of our own,
+        # and record the connection once it is NORMAL, so that every report (and the journal log) says 1.
+        recorded, self._settings = self._settings, []
+        try:
+            db = super()._connect()
+        finally:
+            mine, self._settings = self._settings, recorded
+        entry = mine[-1]
         db.execute("PRAGMA synchronous=NORMAL")
-        entry = self.settings[-1]
         entry["synchronous"] = int(db.execute("PRAGMA synchronous").fetchone()[0])  # reported truthfully: 1
+        self._settings.append(entry)
         return db
 
 
@@ -80,3 +87,80 @@ class ForgetsItsClaim(_Tracked):
                 (first.task_id, first.attempt),
             )
             db.commit()
+
+
+class _CacheFirstJournal(journal.Journal):
+    def append(self, values: Any) -> Row:
+        # The cache of the row about to be written, before the row's transaction (CACHE-2 puts it after).
+        (seq,) = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints").fetchone()
+        ahead = Row(int(seq), *(values.get(name) for name in journal._INSERTED))
+        reference.write_cache(self.path.parent, ahead)
+        return super().append(values)
+
+
+class WritesTheCacheFirst(_Tracked):
+    """Replaces a task's cache with each new row before it commits the row (CACHE-2): at the site after the
+    row, the cache already shows it."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "Journal", _CacheFirstJournal):
+            super()._startup()
+
+
+class _SilentModeJournal(journal.Journal):
+    def _connect(self) -> sqlite3.Connection:
+        db = super()._connect()
+        db.execute("PRAGMA journal_mode=DELETE")  # after the settings were read back and recorded as WAL
+        return db
+
+
+class ChangesTheJournalModeUnreported(_Tracked):
+    """Reports each journal connection in WAL mode, then switches the file to a rollback journal without
+    saying so (JNL-5): the file's header tells the kit."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "Journal", _SilentModeJournal):
+            super()._startup()
+
+
+def _cached_phases(state_dir: Any) -> dict[tuple[str, int], str]:
+    """(task_id, attempt) -> the phase each readable cache of ``tasks/`` names, as this bug believes it."""
+    import json  # appended to a shared module: the imports of this part stay with it
+
+    found: dict[tuple[str, int], str] = {}
+    for path in sorted((state_dir / "tasks").glob("*.json")):
+        try:
+            cache = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(cache, dict) or not isinstance(cache.get("task_id"), str):
+            continue
+        phase, number = cache.get("phase"), cache.get("attempt")
+        if isinstance(number, int) and (phase in journal.RANK or phase in journal.TERMINAL):
+            found[(cache["task_id"], number)] = str(phase)
+    return found
+
+
+class TakesThePhaseFromTheCache(_Tracked):
+    """At startup, takes an open attempt's phase from its task's cache where the cache disagrees with the
+    journal (CACHE-4): a cache forged ahead to result_submitted ends the attempt with a release and no
+    submission, a stale one replays steps already durable. The caches are read before the startup rebuild
+    rewrites them, so by idle every cache mirrors the journal again."""
+
+    def _startup(self) -> None:
+        import dataclasses
+
+        cached = _cached_phases(self.config.state_dir)
+        grouped = reference.attempts
+
+        def trusting(rows: Any) -> list[list[Row]]:
+            groups = grouped(rows)
+            for index, group in enumerate(groups):
+                last = group[-1]
+                phase = cached.pop((last.task_id, last.attempt), None)  # once: the startup's own grouping
+                if phase is not None and phase != last.phase:
+                    groups[index] = [*group[:-1], dataclasses.replace(last, phase=phase)]
+            return groups
+
+        with _patched(reference, "attempts", trusting):
+            super()._startup()

@@ -1,0 +1,98 @@
+"""LEASE-3 (a) on CP time (LEASE-2): after the kit moves the clock past a lease's renewal point, the next
+step boundary of its attempt renews it.
+
+The kit's clock moves only when the kit moves it, so a worker that decides from its own wall or monotonic
+clock that its lease is still young never renews in time. Which boundaries renew is settled in p1.md 0.4
+(those before ``workspace_prepared``, ``verification_passed``, ``source_capture_done``, ``commit_done`` and
+``result_pending``). The harness reads the journal's length just before and just after each clock move of a
+step, so the rows written between two such moves are known; the control plane's log shows the lease as it
+stood at the move and every renewal after it.
+
+Pure: the harness gathers the moves, the log's lease events and the journal; this module only judges them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from resumekit.conformance.p1.evidence_data import Evidence
+from resumekit.conformance.p1.evidence_data import mismatch as _m
+from resumekit.conformance.p1.model import Row
+from resumekit.conformance.results import Mismatch
+
+RENEWING = ("workspace_prepared", "verification_passed", "source_capture_done", "commit_done", "result_pending")
+
+
+def renewal_checks(ev: Evidence) -> list[Mismatch]:
+    """LEASE-3: for each clock move of a step that left an ACTIVE lease less than half its TTL before expiry,
+    the first renewing row of that lease's attempt written before the next move follows a renewal of it."""
+    moves = {move["seq"]: move for move in ev.clock_moves}
+    entries = list(ev.lease_log)
+    at = [index for index, entry in enumerate(entries) if entry["kind"] == "clock"]
+    found: list[Mismatch] = []
+    for number, index in enumerate(at):
+        move = moves.get(entries[index]["seq"])
+        end = at[number + 1] if number + 1 < len(at) else len(entries)
+        later = moves.get(entries[end]["seq"]) if end < len(entries) else None
+        if move is None or (end < len(entries) and later is None):
+            continue  # a move no step made (a fault's, an expiry's): the rows around it cannot be placed
+        upper = later["rows_before"] if later is not None else len(ev.rows)
+        rows = ev.rows[move["rows_after"] : upper]
+        found += _segment(entries[index], _views(entries[:index]), rows, entries[index + 1 : end])
+    return found
+
+
+def _views(entries: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each lease's view as its latest event before a move left it."""
+    views: dict[str, Mapping[str, Any]] = {}
+    for entry in entries:
+        if entry["kind"] == "lease":
+            views[str(entry["lease"]["lease_id"])] = entry["lease"]
+    return views
+
+
+def _segment(
+    clock: Mapping[str, Any],
+    views: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[Row],
+    after: Sequence[Mapping[str, Any]],
+) -> list[Mismatch]:
+    """The findings of one move: *rows* were written after it and before the next, *after* is the log since."""
+    now = clock["to"]
+    renewed = {str(e["lease"]["lease_id"]) for e in after if e["kind"] == "lease" and e["event"] == "renewed"}
+    found, seen = [], set()
+    for row in rows:
+        lease_id = row["lease_id"]
+        view = views.get(lease_id)
+        if row["phase"] not in RENEWING or view is None or lease_id in seen or lease_id in renewed:
+            continue
+        seen.add(lease_id)
+        if view.get("state") == "ACTIVE" and _due(view, now):
+            found.append(_unrenewed(clock, view, row))
+    return found
+
+
+def _due(view: Mapping[str, Any], now: Any) -> bool:
+    """Whether a lease is past its renewal point at CP time *now* and not yet expired (LEASE-3 (a))."""
+    expires, ttl = view.get("expires_at_ms"), view.get("ttl_ms")
+    if not (isinstance(expires, int) and isinstance(ttl, int) and isinstance(now, int)):
+        return False
+    return 0 < expires - now < ttl / 2
+
+
+def _unrenewed(clock: Mapping[str, Any], view: Mapping[str, Any], row: Row) -> Mismatch:
+    lease_id, expires, ttl = view["lease_id"], view["expires_at_ms"], view["ttl_ms"]
+    note = (
+        f"the kit moved the clock by {clock['delta_ms']!r} ms to {clock['to']!r}, leaving lease {lease_id!r} "
+        f"{expires - clock['to']!r} ms before its expires_at_ms {expires!r}, less than half its ttl_ms {ttl!r}; "
+        f"the step boundary of the {row['phase']!r} row (seq {row['seq']!r}) came after that move without a "
+        f"renewal: the renewal is decided on CP time, never on the worker's own clock (LEASE-2)"
+    )
+    return _m(
+        "LEASE-3",
+        f"/journal/{row['task_id']}/{row['attempt']}/{row['phase']}/renewal",
+        f"a renewal of {lease_id!r} at the step boundary before the row",
+        {"lease_id": lease_id, "now_ms": clock["to"], "expires_at_ms": expires, "renewed": False},
+        note,
+    )

@@ -22,7 +22,7 @@ import yaml
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.p1.gates import GATES
-from tests.broken.workers import BUGS, CAMPAIGN_BUGS
+from tests.broken.workers import BUGS, CAMPAIGN_BUGS, VACUOUS_BUGS
 from tests.support import gate_rows, python_command, run_resumekit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -249,3 +249,26 @@ def test_a_worker_that_does_not_claim_p1_journal_leaves_no_gate_passed(tmp_path:
     assert "ADP-1" in {mismatch.get("clause") for mismatch in result["mismatches"]}, result
     # ADP-1 is a clause of no gate: the scenario's own gates fail all the same, the others did not run.
     _no_gate_passed(document, frozenset(result["countsToward"]))
+
+
+# Scenarios where a worker that never claims once said idle and the kit waited the whole budget for a claim.
+UNCLAIMED_WAITS = ("p1-409-without-stored-result-is-a-hard-failure", "p1-submit-dropped-answer-replays")
+
+
+@pytest.mark.parametrize("bug", sorted(VACUOUS_BUGS))
+def test_a_worker_that_does_nothing_passes_no_scenario_and_no_gate(bug: str, tmp_path: Path) -> None:
+    adapter = python_command("-m", "tests.broken.workers", bug)
+    only = [arg for case in (*SELECTION, *UNCLAIMED_WAITS) for arg in ("--only", case)]
+    code, document, output = run_resumekit(
+        tmp_path / "r.json", "--adapter", adapter, "--kind", "p1", "--jobs", "2", *only, guard=GUARD
+    )
+    assert code == 1, output
+    outcomes = {result["id"]: result["outcome"] for result in document["results"]}
+    assert len(outcomes) == len(SELECTION) + len(UNCLAIMED_WAITS), outcomes
+    assert "passed" not in outcomes.values(), outcomes
+    # Idle with no claim since the kit's last change is the worker's failure (WRK-3), not the kit's error.
+    for result in document["results"]:
+        if result["id"] in UNCLAIMED_WAITS and bug == "never-claims":
+            assert result["outcome"] == "failed", result
+            assert "WRK-3" in {mismatch.get("clause") for mismatch in result["mismatches"]}, result
+    _no_gate_passed(document, EVERY_GATE)

@@ -211,6 +211,7 @@ class Worker:
         if wanted == "killed":
             return self._wait_killed(deadline)
         settling = wanted == "settled"
+        stale_since: float | None = None  # when the worker first said idle without a claim to show for it
         while True:
             answer = self.ask("p1.worker.wait", timeoutMs=WAIT_SLICE_MS)
             state = answer.get("state")
@@ -222,6 +223,9 @@ class Worker:
             if wanted == "blocked" and state == "idle" and self.world.until_unreached:
                 if _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
                     raise Unreached
+                stale_since = stale_since if stale_since is not None else time.monotonic()
+                if time.monotonic() - stale_since > self._claim_grace():
+                    raise Abort(self._idle_without_claims(wanted))
                 time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
                 state = "running"
             if wanted == "settled" and state in ("exited", "idle"):
@@ -237,6 +241,9 @@ class Worker:
             if state == wanted:
                 # Idle, but before a claim that saw the kit's last change: the worker claims again
                 # within its retry_after_ms, so wait a moment instead of asking in a tight loop.
+                stale_since = stale_since if stale_since is not None else time.monotonic()
+                if time.monotonic() - stale_since > self._claim_grace():
+                    raise Abort(self._idle_without_claims(wanted))
                 time.sleep(0.01)
                 state = "running"
             if state != "running":
@@ -249,6 +256,18 @@ class Worker:
                         outcome=Outcome.ERRORED,
                     )
                 )
+
+    def _claim_grace(self) -> float:
+        # A worker that says idle claims again within retry_after_ms, and a claim lasts at most WRK-3's
+        # 5 s timeout: twice both is ample on a loaded machine, and far below the case's budget.
+        return 2 * (5.0 + self.control.retry_after_ms() / 1000)
+
+    def _idle_without_claims(self, wanted: str) -> CaseResult:
+        return self.fail(
+            f"the worker said it is idle, but it sent no claim in the {self._claim_grace():.0f} s since the "
+            f"kit's last change, so it never asked for the work the kit offered (waiting for {wanted!r})",
+            Mismatch("/requests/claims", "a claim after the kit's last change", None, "WRK-3"),
+        )
 
     def _wait_killed(self, deadline: float) -> dict[str, Any]:
         """Wait for the armed kit-side kill point to kill the worker, then reap it."""

@@ -60,6 +60,7 @@ from tests.broken.workers.submission import (
     ReusesTheOldKey,
     SubmitsBeforePending,
 )
+from tests.broken.workers.vacuity import DropsEveryTask, NeverClaims
 
 # bug -> (worker class, what it does wrong)
 BUGS: dict[str, tuple[type[reference.Worker], str]] = {
@@ -197,8 +198,16 @@ if sys.platform == "linux":  # where the kit can look for it (conformance/_proce
     )
 
 
+# Workers that do nothing a scenario asks for; tests/test_broken_workers.py requires every scenario to fail
+# with each, so that no scenario passes on evidence it never saw.
+VACUOUS_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
+    "never-claims": (NeverClaims, "opens its journal and goes idle without a request"),
+    "drops-every-task": (DropsEveryTask, "claims work and does nothing with what it is served"),
+}
+
+
 def main(argv: list[str]) -> int:
-    every = {**BUGS, **ATTACK_BUGS, **CAMPAIGN_BUGS}
+    every = {**BUGS, **ATTACK_BUGS, **CAMPAIGN_BUGS, **VACUOUS_BUGS}
     if len(argv) != 2 or argv[1] not in every:
         print(f"usage: python -m tests.broken.workers {{{','.join(every)}}}", file=sys.stderr)
         return 2

@@ -38,6 +38,9 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
         last_of[row["task_id"]] = row
     for task_id, row in sorted(last_of.items()):
         status, cache = ev.caches.get(task_id, ("absent", None))
+        if status == "unreadable":
+            found.append(_m("CACHE-1", f"/caches/{task_id}", "a regular JSON file", cache, "the cache is not a file"))
+            continue
         want = {"cache_version": 1, **{name: row[name] for name in COLUMNS}}
         if status != "ok" or not isinstance(cache, dict) or {k: cache.get(k) for k in want} != want:
             found.append(

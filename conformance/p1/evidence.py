@@ -15,6 +15,7 @@ import os
 import sqlite3
 import stat
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from resumekit.conformance.p1.model import (
     capture_body,
     commit_text,
     identity,
+    ill_typed,
     tree_changes,
 )
 from resumekit.conformance.p1.origin import GitError, Origin, git, git_bytes
@@ -80,26 +82,57 @@ class JournalUnreadable(Exception):
     """The journal is missing, locked past the busy timeout, or not of the normative shape (JNL-1)."""
 
 
+QUERY_SECONDS = 10.0  # the longest the kit lets one read of the journal take (a VIEW can be made slow)
+
+
 def read_journal(state_dir: Path) -> list[Row]:
-    """Every checkpoint row, in ``seq`` order, as the kit reads it itself (EVID-3)."""
+    """Every checkpoint row, in ``seq`` order, as the kit reads it itself (EVID-3).
+
+    The worker made the file, so it is read defensively: a regular file only (a link, a FIFO or a
+    directory is refused, so nothing is opened or created outside the state directory), each query under
+    ``QUERY_SECONDS``, and every value checked against JNL-1's column types before a check reads it."""
     path = state_dir / JOURNAL_FILE
-    if not path.is_file():
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
         return []
+    except OSError as error:
+        raise JournalUnreadable(f"cannot look at {JOURNAL_FILE}: {error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise JournalUnreadable(f"{JOURNAL_FILE} is {_file_kind(info.st_mode)}, not a regular file")
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
-        connection = sqlite3.connect(uri, uri=True, timeout=10.0)
+        connection = sqlite3.connect(uri, uri=True, timeout=QUERY_SECONDS)
     except sqlite3.Error as error:
         raise JournalUnreadable(f"cannot open {JOURNAL_FILE} read-only: {error}") from None
+    deadline = time.monotonic() + QUERY_SECONDS
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     try:
         with contextlib.closing(connection):
-            found = {row[1] for row in connection.execute("PRAGMA table_info(checkpoints)")}
-            missing = [name for name in COLUMNS if name not in found]
-            if missing:
-                raise JournalUnreadable(f"table checkpoints lacks the columns {missing} of JNL-1")
-            cursor = connection.execute(f"SELECT {', '.join(COLUMNS)} FROM checkpoints ORDER BY seq")
-            return [dict(zip(COLUMNS, values, strict=True)) for values in cursor.fetchall()]
+            rows = _select_rows(connection)
     except sqlite3.Error as error:
-        raise JournalUnreadable(f"cannot read {JOURNAL_FILE}: {error}") from None
+        late = " (the read took longer than the kit allows)" if time.monotonic() > deadline else ""
+        raise JournalUnreadable(f"cannot read {JOURNAL_FILE}: {error}{late}") from None
+    for row in rows:
+        problem = ill_typed(row)
+        if problem is not None:
+            raise JournalUnreadable(f"{JOURNAL_FILE}: {problem}")
+    return rows
+
+
+def _select_rows(connection: sqlite3.Connection) -> list[Row]:
+    found = {row[1] for row in connection.execute("PRAGMA table_info(checkpoints)")}
+    missing = [name for name in COLUMNS if name not in found]
+    if missing:
+        raise JournalUnreadable(f"table checkpoints lacks the columns {missing} of JNL-1")
+    cursor = connection.execute(f"SELECT {', '.join(COLUMNS)} FROM checkpoints ORDER BY seq")
+    return [dict(zip(COLUMNS, values, strict=True)) for values in cursor.fetchall()]
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -140,20 +173,30 @@ def read_journal_log(root: Path, path: Path) -> tuple[list[Mapping[str, Any]] | 
     return connections, None
 
 
+MAX_CACHE = 4 * 1024 * 1024  # bytes: a cache holds one row, so a larger file is not a cache (CACHE-1)
+
+
 def read_cache(state_dir: Path, task_id: str) -> tuple[str, Any]:
-    """(``absent``, None), (``torn``, raw text) or (``ok``, the parsed object) for a task's cache."""
-    return read_cache_file(state_dir / "tasks" / f"{task_id}.json")
+    """(``absent``, None), (``torn``, raw text), (``unreadable``, what the kit found instead) or (``ok``, the
+    parsed object) for a task's cache."""
+    return read_cache_file(state_dir, state_dir / "tasks" / f"{task_id}.json")
 
 
-def read_cache_file(path: Path) -> tuple[str, Any]:
-    """``read_cache`` of one file of ``tasks/``: a cache, or a temporary the worker has not renamed yet."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+def read_cache_file(state_dir: Path, path: Path) -> tuple[str, Any]:
+    """``read_cache`` of one file of ``tasks/``: a cache, or a temporary the worker has not renamed yet.
+
+    The worker made the file, so the kit reads it defensively: a regular file only, never through a link
+    that leaves the state directory, and never more than ``MAX_CACHE`` bytes (a FIFO, a device or a
+    directory would otherwise hang the kit or fill its memory)."""
+    if not os.path.lexists(path):
         return "absent", None
     try:
+        raw = _files.read_bytes(state_dir, path, limit=MAX_CACHE)
+    except _files.Refused as refused:
+        return "unreadable", str(refused)
+    try:
         return "ok", json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return "torn", raw.decode("utf-8", "replace")
 
 
@@ -293,7 +336,7 @@ def listing(root: Path) -> list[str]:
     """The names directly under a directory, sorted; a missing directory has none."""
     try:
         return sorted(os.listdir(root))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
 
 

@@ -46,6 +46,27 @@ HARD_FAILURES = ("result_conflict", "result_rejected", "task_invalid")
 
 Row = dict[str, Any]
 
+# JNL-1's type of each column: integers, texts, and which of them may be NULL.
+INTEGERS = frozenset({"seq", "attempt", "generation", "reused_from"})
+NULLABLE = frozenset({"task", "workspace", "idempotency_key", "result_hash", "result_body", "commit_oid",
+                      "reused_from", "reason"})
+
+
+def ill_typed(row: Mapping[str, Any]) -> str | None:
+    """What breaks JNL-1's column types in *row* (a value of the wrong storage class, or a NULL where the
+    column is NOT NULL), or None: the checks read a row only after this said nothing."""
+    for name in COLUMNS:
+        value = row[name]
+        if value is None:
+            if name not in NULLABLE:
+                return f"row seq {row['seq']!r} holds NULL in the NOT NULL column {name!r}"
+            continue
+        wanted: type = int if name in INTEGERS else str
+        if type(value) is not wanted:
+            return (f"row seq {row['seq']!r} holds {value!r:.60} ({type(value).__name__}) in column {name!r}, "
+                    f"which JNL-1 declares {'INTEGER' if wanted is int else 'TEXT'}")
+    return None
+
 
 def identity(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """The row's attempt identity: its values of the identity fields, in their order."""

@@ -56,7 +56,7 @@ OTHER_DURABLE: Mapping[str, tuple[frozenset[str], str] | None] = {
     "before_release": (frozenset({"result_submitted", "reconciliation_required"}), "LEASE-5"),
 }
 
-Cache = tuple[str, Any]  # (absent | torn | ok, content), as the harness read a cache or a temporary
+Cache = tuple[str, Any]  # (absent | torn | unreadable | ok, content), as the harness read a cache or a temporary
 
 
 def failpoint_state(

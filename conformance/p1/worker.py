@@ -363,9 +363,8 @@ class Worker:
             self._adopt(answer["pid"], "p1.worker.wait")
         task_rows, attempts = _latest_task_rows(self.state_dir)
         tasks_dir = self.state_dir / "tasks"
-        temporaries = [
-            evidence.read_cache_file(tasks_dir / n) for n in evidence.listing(tasks_dir) if n.endswith(".tmp")
-        ]
+        names = [name for name in evidence.listing(tasks_dir) if name.endswith(".tmp")]
+        temporaries = [evidence.read_cache_file(self.state_dir, tasks_dir / name) for name in names]
         cache = evidence.read_cache(self.state_dir, task_rows[-1]["task_id"]) if task_rows else ("absent", None)
         found = evidence_checks.failpoint_state(str(name), task_rows, temporaries, cache, attempts)
         if found is not None:
@@ -458,7 +457,7 @@ class Worker:
             if name.startswith(".") or not name.endswith(".json"):
                 continue
             status, raw = evidence.read_cache(self.world.state_dir, name[: -len(".json")])
-            if status == "torn":
+            if status in ("torn", "unreadable"):
                 self.world.moment_problems.append(
                     Mismatch(
                         f"/caches/{name}/after-power-cut",

@@ -1,0 +1,143 @@
+"""What a hostile worker leaves in its state directory is read defensively (issue table of hostile P1
+workers): a cache or journal that is a FIFO, a directory, a device or a link out of the state directory,
+a slow VIEW in place of the table, and values of the wrong type each become a clear refusal, never a
+hang, a traceback or a write outside the state directory."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from resumekit.conformance.p1 import evidence, model
+from resumekit.conformance.p1.model import COLUMNS
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/zero are POSIX")
+
+
+def _state(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    (state / "tasks").mkdir(parents=True)
+    return state
+
+
+def _journal(path: Path, **row: object) -> None:
+    values: dict[str, object] = {name: "x" for name in COLUMNS}
+    values.update({"seq": 1, "attempt": 1, "generation": 1, "reused_from": None, **row})
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"CREATE TABLE checkpoints ({', '.join(COLUMNS)})")
+        connection.execute(f"INSERT INTO checkpoints VALUES ({', '.join('?' * len(COLUMNS))})",
+                           [values[name] for name in COLUMNS])
+    connection.close()
+
+
+@posix_only
+def test_a_cache_that_is_a_fifo_is_unreadable_at_once(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    os.mkfifo(state / "tasks" / "t-1.json")
+    status, what = evidence.read_cache(state, "t-1")
+    assert status == "unreadable" and "not a regular file" in what
+
+
+def test_a_cache_that_is_a_directory_is_unreadable(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    (state / "tasks" / "t-1.json").mkdir()
+    assert evidence.read_cache(state, "t-1")[0] == "unreadable"
+
+
+@posix_only
+def test_a_cache_linked_to_dev_zero_or_out_of_the_state_directory_is_unreadable(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    (state / "tasks" / "t-1.json").symlink_to("/dev/zero")
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    (state / "tasks" / "t-2.json").symlink_to(outside)
+    for task in ("t-1", "t-2"):
+        status, what = evidence.read_cache(state, task)
+        assert status == "unreadable" and "outside" in what, (task, what)
+
+
+def test_a_cache_larger_than_any_cache_is_unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = _state(tmp_path)
+    monkeypatch.setattr(evidence, "MAX_CACHE", 16)
+    (state / "tasks" / "t-1.json").write_text('{"a": "' + "x" * 32 + '"}')
+    status, what = evidence.read_cache(state, "t-1")
+    assert status == "unreadable" and "more than 16 bytes" in what
+
+
+def test_an_absent_cache_and_a_torn_one_keep_their_names(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    assert evidence.read_cache(state, "t-1") == ("absent", None)
+    (state / "tasks" / "t-1.json").write_text('{"cache_version": 1')
+    assert evidence.read_cache(state, "t-1") == ("torn", '{"cache_version": 1')
+
+
+@posix_only
+def test_a_journal_that_is_a_fifo_says_so(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    os.mkfifo(state / model.JOURNAL_FILE)
+    with pytest.raises(evidence.JournalUnreadable, match="is a FIFO, not a regular file"):
+        evidence.read_journal(state)
+
+
+def test_a_journal_linked_elsewhere_is_refused_and_nothing_is_created_beside_its_target(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _journal(elsewhere / "db.sqlite3")
+    with sqlite3.connect(elsewhere / "db.sqlite3") as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
+    connection.close()
+    before = sorted(os.listdir(elsewhere))
+    try:
+        (state / model.JOURNAL_FILE).symlink_to(elsewhere / "db.sqlite3")
+    except OSError:
+        pytest.skip("this account may not make symbolic links")
+    with pytest.raises(evidence.JournalUnreadable, match="a symbolic link"):
+        evidence.read_journal(state)
+    assert sorted(os.listdir(elsewhere)) == before
+
+
+@pytest.mark.parametrize(("column", "value", "says"), [
+    ("attempt", None, "NULL in the NOT NULL column 'attempt'"),
+    ("attempt", "2", "'2' (str) in column 'attempt', which JNL-1 declares INTEGER"),
+    ("phase", b"claimed", "(bytes) in column 'phase', which JNL-1 declares TEXT"),
+    ("generation", 1.5, "(float) in column 'generation'"),
+])
+def test_a_value_of_the_wrong_type_is_refused_naming_the_row_and_column(
+    tmp_path: Path, column: str, value: object, says: str
+) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE, **{column: value})
+    with pytest.raises(evidence.JournalUnreadable, match="row seq 1 holds") as caught:
+        evidence.read_journal(state)
+    assert says in str(caught.value)
+
+
+def test_rows_of_the_right_types_are_read(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE)
+    (row,) = evidence.read_journal(state)
+    assert row["attempt"] == 1 and row["phase"] == "x"
+
+
+def test_a_slow_view_in_place_of_the_table_is_cut_off_at_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = _state(tmp_path)
+    columns = ", ".join(f"1 AS {name}" for name in COLUMNS)
+    slow = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000000) "
+            f"SELECT {columns} FROM n WHERE i < 0")
+    with sqlite3.connect(state / model.JOURNAL_FILE) as connection:
+        connection.execute(f"CREATE VIEW checkpoints AS {slow}")
+    connection.close()
+    monkeypatch.setattr(evidence, "QUERY_SECONDS", 0.3)
+    started = time.monotonic()
+    with pytest.raises(evidence.JournalUnreadable, match="longer than the kit allows"):
+        evidence.read_journal(state)
+    # Not a time assertion on the kit's speed: only that the read ended instead of running for hours.
+    assert time.monotonic() - started < 60

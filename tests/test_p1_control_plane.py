@@ -6,6 +6,7 @@ import http.client
 import json
 import shutil
 import socket
+import struct
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -189,6 +190,36 @@ def test_a_chunked_body_is_refused_and_logged(env: Env) -> None:
     assert (answer.status, json.loads(answer.read())["error"]) == (400, "bad_request")
     connection.close()
     assert [(r["worker"], r["path"], r["status"]) for r in env.kinds("request")] == [("w1", "v1/claims", 400)]
+
+
+@pytest.mark.parametrize("line", [b"GARBAGE\r\n\r\n", b"POST /w/w1/v1/claims HTTP/9.9\r\n\r\n",
+                                  b"HEAD /w/w1/v1/claims HTTP/1.1\r\nHost: x\r\n\r\n",
+                                  b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n"])
+def test_a_request_http_cannot_parse_gets_a_json_400_and_is_logged(env: Env, line: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", env.cp.port), timeout=10) as connection:
+        connection.sendall(line)
+        connection.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.") and b" 400 " in head.split(b"\r\n")[0], head
+    assert b"application/json" in head, head
+    if not line.startswith(b"HEAD"):  # a HEAD answer carries no body
+        parsed = json.loads(body)
+        assert parsed["error"] == "bad_request" and "could not be parsed" in parsed["message"], parsed
+        assert isinstance(parsed["now_ms"], int)
+    assert [entry["status"] for entry in env.kinds("request")] == [400]
+
+
+def test_a_client_that_hangs_up_mid_request_prints_nothing(env: Env, capfd: pytest.CaptureFixture[str]) -> None:
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", env.cp.port), timeout=10) as connection:
+            connection.sendall(b"POST /w/w1/v1/claims HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+    env.claim()  # the server still serves, and by now it has met every hang-up
+    assert "Traceback" not in capfd.readouterr().err
+    assert env.cp.check_errors() == ()
 
 
 def test_every_entry_is_durable_before_the_answer_leaves(env: Env) -> None:

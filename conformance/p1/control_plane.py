@@ -15,9 +15,11 @@ import functools
 import json
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -29,6 +31,7 @@ from resumekit.conformance.p1.origin import GitError, Origin, git
 from resumekit.conformance.schemas import first_violation
 
 MAX_BODY = 1 << 20
+SHUTDOWN_POLL_S = 0.02  # how soon close() is noticed by the serving loop
 
 
 class Observer(Protocol):
@@ -60,6 +63,14 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     plane: ControlPlane
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A worker that hangs up mid-request (a kill does exactly that) is no error of the kit: nothing to
+        # print. Anything else is a fault of the kit's own server, which must not pass as a verdict.
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            return
+        self.plane._server_error(f"the control plane's server failed on a request: {error!r}")
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -67,6 +78,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # http.server answers here a request it cannot parse (a malformed request line, a header line too
+        # long, a method without a handler), by default with an HTML page: CP-2 wants JSON, 400 bad_request.
+        self.close_connection = True
+        self.request_version = "HTTP/1.1"  # an unparsed line leaves HTTP/0.9, which gets no status line
+        said = message or HTTPStatus(code).phrase
+        refusal = f"the request could not be parsed as HTTP/1.1 ({code} {said})"
+        method = self.command if isinstance(self.command, str) else ""
+        self._send(400, self.server.plane._refuse(method, "", None, refusal))
 
     def do_GET(self) -> None:
         self._serve()
@@ -175,7 +196,9 @@ class ControlPlane:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.plane = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="resumekit-control-plane", daemon=True)
+        # The serving loop notices shutdown() only between polls: a short poll makes close() prompt.
+        serve = functools.partial(server.serve_forever, poll_interval=SHUTDOWN_POLL_S)
+        self._thread = threading.Thread(target=serve, name="resumekit-control-plane", daemon=True)
         self._thread.start()
         for repository, origin in self._origins.items():
             self._connect(repository, origin)
@@ -303,6 +326,10 @@ class ControlPlane:
         to make were not made, so the scenario cannot pass."""
         with self._lock:
             return tuple(self._check_errors)
+
+    def _server_error(self, message: str) -> None:
+        with self._lock:
+            self._check_errors.append(message)
 
     def retry_after_ms(self) -> int:
         """How long, in real time, a worker must wait after a claim answered without a task (WRK-3)."""

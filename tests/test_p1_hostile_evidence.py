@@ -26,7 +26,7 @@ def _state(tmp_path: Path) -> Path:
 
 
 def _journal(path: Path, **row: object) -> None:
-    values: dict[str, object] = {name: "x" for name in COLUMNS}
+    values: dict[str, object] = dict.fromkeys(COLUMNS, "x")
     values.update({"seq": 1, "attempt": 1, "generation": 1, "reused_from": None, **row})
     with sqlite3.connect(path) as connection:
         connection.execute(f"CREATE TABLE checkpoints ({', '.join(COLUMNS)})")

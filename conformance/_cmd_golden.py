@@ -138,11 +138,12 @@ def _coverage_problems(cited: set[str], stderr: IO[str]) -> tuple[int, list[str]
     return problems, uncited
 
 
-def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-    """Check the schemas, every fixture file and the clauses they cite; name every problem on stderr."""
-    problems = _schema_problems(stdout, stderr)
-    if problems is None:
-        return EXIT_USAGE
+def _files_to_validate(arguments: argparse.Namespace, stderr: IO[str]) -> tuple[Path, list[Path]] | None:
+    """The golden folder and the files to check, or None (the reason on stderr) if there are none.
+
+    A golden folder without a single fixture file is refused rather than passed: "0 problems" over
+    nothing would certify a mistyped or half-copied folder as a valid golden set.
+    """
     root = arguments.golden
     try:
         if root is None:
@@ -150,7 +151,22 @@ def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]
         files = arguments.files or fixture_files(root)
     except FileNotFoundError as error:
         stderr.write(f"resumekit: {error}\n")
+        return None
+    if not files:
+        stderr.write(f"resumekit: the golden folder {str(root)!r} holds no fixture file (*.yaml or *.yml)\n")
+        return None
+    return root, files
+
+
+def cmd_validate(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Check the schemas, every fixture file and the clauses they cite; name every problem on stderr."""
+    problems = _schema_problems(stdout, stderr)
+    if problems is None:
         return EXIT_USAGE
+    chosen = _files_to_validate(arguments, stderr)
+    if chosen is None:
+        return EXIT_USAGE
+    root, files = chosen
     known = set(_spec_clauses())
     total = 0
     seen: dict[str, Source] = {}

@@ -297,7 +297,7 @@ def _validate_parser(commands: Any) -> None:
         "  resumekit validate\n  resumekit validate --golden my-golden my-golden/phase0/decisions/new.yaml",
         f"exit codes:\n  {EXIT_CERTIFIED}    no problem\n"
         f"  {EXIT_NOT_CERTIFIED}    problems found (each named on stderr)\n"
-        f"  {EXIT_USAGE}    the schemas cannot be loaded, or the golden folder does not exist",
+        f"  {EXIT_USAGE}    the schemas cannot be loaded, or the golden folder does not exist or holds no fixture file",
     )
     _golden_option(validate)
     validate.add_argument(

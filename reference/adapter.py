@@ -1,11 +1,12 @@
 """The reference as a protocol server: the adapter protocol v1 (docs/adapter-protocol.md).
 
 ``Harness.handle`` turns one request into its response and never raises for a fault of its own:
-a failure becomes an ``error`` response carrying the traceback. ``serve`` is the loop around it,
-one JSON line in, one JSON line out. An armed crash marker (``phase0.crash.arm``) is written only
-when the process leaves in order (end of input, ``stop``, an exception that unwinds the loop, an
-interpreter exit), never before, so that a marker found after a kill proves the kill was no crash
-(CRASH-2).
+a failure becomes an ``error`` response carrying the traceback, and a refused request (a
+``RequestError``: a missing field, an invalid store id) an ``error`` response and one stderr line,
+neither with a traceback. ``serve`` is the loop around it, one JSON line in, one JSON line out.
+An armed crash marker (``phase0.crash.arm``) is written only when the process leaves in order (end
+of input, ``stop``, an exception that unwinds the loop, an interpreter exit), never before, so that
+a marker found after a kill proves the kill was no crash (CRASH-2).
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def _corrupt(error: CorruptLedger) -> dict[str, Any]:
     return {"status": "corrupt", "line": error.line, "message": str(error)}
 
 
+def _refusal(seq: int, cmd: str, error: RequestError) -> dict[str, Any]:
+    """The error response to a request refused for what it asks, logged as one line on stderr.
+
+    A refusal is the adapter working as documented, not a fault in it: a traceback would only point at
+    the line that refused, so neither stderr nor the response carries one.
+    """
+    print(f"{IMPLEMENTATION_NAME}: refused {cmd!r}: {error}", file=sys.stderr, flush=True)
+    return _error(seq, f"{cmd}: {error}")
+
+
 def _error(seq: int | None, message: str, trace: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"message": message}
     if trace:
@@ -126,6 +137,8 @@ class Harness:
             return _error(seq, f"unknown command {cmd!r}; this implementation knows {known}")
         try:
             return {"seq": seq, "result": command(request)}
+        except RequestError as error:
+            return _refusal(seq, cmd, error)
         except Exception as error:
             import traceback
 
@@ -175,8 +188,11 @@ class Harness:
 
         from resumekit.reference.phase0.store import LedgerStore, validate_id
 
-        validate_id("session id", session_id)
-        validate_id("run id", run_id)
+        for kind, value in (("session id", session_id), ("run id", run_id)):
+            try:
+                validate_id(kind, value)
+            except ValueError as error:  # the request names an unusable id: a refusal, not a fault
+                raise RequestError(str(error)) from None
         if not workspace or not Path(workspace).is_absolute():
             raise RequestError(f"'phase0.store.open': 'workspace' must be an absolute path, not {workspace!r}")
         # Let go of the earlier store, and its writer lock, before taking the lock again: the same run

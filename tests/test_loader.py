@@ -239,6 +239,58 @@ def test_a_failpoint_length_that_is_not_an_integer_is_refused(golden_copy: Path)
     assert code == 1 and "1.0 is not of type 'integer'" in err and "Traceback" not in err
 
 
+def _failpoint_line(text: str, failpoint: str) -> str:
+    """The catalog line of *failpoint*, with its line feed."""
+    [line] = [line for line in text.splitlines(keepends=True) if line.startswith(f"  - {{id: {failpoint}, ")]
+    return line
+
+
+# Each edit breaks FP-1 in one way: (the catalog text) -> (the broken text, what the message must say).
+CATALOG_BREAKS: dict[str, Callable[[str], tuple[str, str]]] = {
+    "a wrong id prefix": lambda text: (text.replace("{id: P3, ", "{id: Q3, "), "'Q3' does not match"),
+    "a gap": lambda text: (text.replace(_failpoint_line(text, "P3"), ""), "failpoint id 'P4' where FP-1 has 'P3'"),
+    "a duplicate": lambda text: (text.replace("{id: P3, ", "{id: P2, "), "duplicate failpoint id 'P2'"),
+    "ids out of order": lambda text: (
+        text.replace("{id: P2, ", "{id: TMP, ").replace("{id: P3, ", "{id: P2, ").replace("{id: TMP, ", "{id: P3, "),
+        "failpoint id 'P3' where FP-1 has 'P2'",
+    ),
+    "a leading zero": lambda text: (text.replace("{id: P1, ", "{id: P01, "), "failpoint id 'P01' where FP-1 has 'P1'"),
+    "a missing last boundary": lambda text: (
+        text.replace(_failpoint_line(text, "P11"), ""), "the catalog stops before 'P11'"
+    ),
+    "a boundary past P11": lambda text: (
+        text + _failpoint_line(text, "P11").replace("{id: P11, ", "{id: P12, "), "failpoint id 'P12' is past P11"
+    ),
+    "the wrong committed prefix": lambda text: (
+        text.replace(
+            "{id: P9, boundary: Terminal run-header commit, committedPrefix: after_terminal_event",
+            "{id: P9, boundary: Terminal run-header commit, committedPrefix: after_function_response",
+        ),
+        "failpoint 'P9' leaves the committed prefix 'after_terminal_event' (FP-1), not 'after_function_response'",
+    ),
+}
+
+
+@pytest.mark.parametrize("break_", CATALOG_BREAKS, ids=list(CATALOG_BREAKS))
+def test_validate_refuses_a_failpoint_catalog_that_contradicts_fp_1(golden_copy: Path, break_: str) -> None:
+    catalog = golden_copy / "phase0" / "failpoints.yaml"
+    text = catalog.read_text(encoding="utf-8")
+    broken, fragment = CATALOG_BREAKS[break_](text)
+    assert broken != text, "the edit no longer applies to the bundled catalog"
+    catalog.write_text(broken, encoding="utf-8")
+    code, out, err = _cli("validate", "--golden", str(golden_copy), str(catalog))
+    assert code == 1, (out, err)
+    assert "1 problem(s)" in out and "Traceback" not in err
+    [problem] = [line for line in err.splitlines() if fragment in line]
+    assert problem.startswith("phase0/failpoints.yaml:"), problem
+
+
+def test_the_bundled_failpoint_catalog_is_fp_1s() -> None:
+    cases = load_file(ROOT / "golden" / "phase0" / "failpoints.yaml", ROOT / "golden")
+    crashes = [case.id for case in cases if case.id.startswith("crash-")]
+    assert crashes == [f"crash-p{index}" for index in range(12)]
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 def test_validate_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "golden" / "pipe.yaml"
@@ -418,6 +470,19 @@ def test_ledger_rules_are_pure() -> None:
     damage = {"kind": "damage-row", "row": 2, "damage": "zeros"}
     assert ledger_problems(damage, 4, {"status": "corrupt", "line": 2}) == []
     assert ledger_problems(damage, 4, {"status": "corrupt", "line": 5})[0][0] == "/expect/line"
+
+
+@pytest.mark.parametrize("contents", [{}, {"README.md": "# golden\n"}, {"notes/todo.txt": "cases go here\n"}])
+def test_validate_refuses_a_golden_folder_without_a_fixture_file(tmp_path: Path, contents: dict[str, str]) -> None:
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    for name, text in contents.items():
+        (golden / name).parent.mkdir(parents=True, exist_ok=True)
+        (golden / name).write_text(text, encoding="utf-8")
+    code, out, err = _cli("validate", "--golden", str(golden))
+    assert code == EXIT_USAGE
+    assert err.splitlines() == [f"resumekit: the golden folder {str(golden)!r} holds no fixture file (*.yaml or *.yml)"]
+    assert "problem" not in out
 
 
 def test_a_missing_golden_folder_is_a_usage_error(tmp_path: Path) -> None:

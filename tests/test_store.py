@@ -603,7 +603,8 @@ class Child:
         self.process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
         self.process.stdin.flush()
 
-    def request(self, cmd: str, **fields: Any) -> Any:
+    def answer(self, cmd: str, **fields: Any) -> dict[str, Any]:
+        """The whole response to one request, a result or an error."""
         self.send(cmd, **fields)
         try:
             line = self._lines.get(timeout=CHILD_TIMEOUT)
@@ -611,8 +612,12 @@ class Child:
             pytest.fail(f"no response to {cmd!r}; stderr: {self.stderr()}")
         assert line.endswith(b"\n"), line
         assert not line.endswith(b"\r\n"), line
-        response = json.loads(line.decode("utf-8"))
+        response: dict[str, Any] = json.loads(line.decode("utf-8"))
         assert response.get("seq") == self._seq, response
+        return response
+
+    def request(self, cmd: str, **fields: Any) -> Any:
+        response = self.answer(cmd, **fields)
         assert "result" in response, (response, self.stderr())
         return response["result"]
 
@@ -699,6 +704,24 @@ def test_a_terminate_signal_is_an_orderly_exit(child: Child, workspace: Path, tm
     child.process.send_signal(signal.SIGTERM)
     assert child.wait() != 0
     assert marker.exists()
+
+
+@pytest.mark.parametrize(("field", "bad"), [("sessionId", "../x"), ("runId", "CON"), ("runId", "")])
+def test_an_invalid_store_id_is_refused_in_one_line_without_a_traceback(
+    child: Child, workspace: Path, field: str, bad: str
+) -> None:
+    child.request("hello", protocol=1)
+    ids = {"sessionId": SESSION, "runId": RUN, field: bad}
+    refused = child.answer("phase0.store.open", workspace=str(workspace), **ids)
+    assert "result" not in refused, refused
+    assert repr(bad) in refused["error"]["message"] and "context" not in refused["error"], refused
+    child.close_stdin()
+    assert child.wait() == 0
+    err = child.stderr()
+    assert "Traceback" not in err, err
+    [line] = err.splitlines()  # one line per refusal, naming the id
+    assert line.startswith("resumekit-reference: refused 'phase0.store.open': ") and repr(bad) in line, line
+    assert not (workspace / "sessions").exists()  # refused before anything was made
 
 
 # --------------------------------------------------------------------------------------------

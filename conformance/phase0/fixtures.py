@@ -369,8 +369,55 @@ def read_decisions(file: FixtureFile, data: dict[str, Any]) -> Iterator[Case]:
             yield case
 
 
+# FP-1: the committed prefix each failpoint leaves behind, P0 first. P8 is a crash during the terminal
+# append, so it leaves the prefix before it (FP-2).
+_FP1_PREFIXES: Final = (
+    "before_function_call",
+    *["after_function_call"] * 4,
+    *["after_function_response"] * 4,
+    *["after_terminal_event"] * 3,
+)
+
+
+def _check_failpoint_ids(file: FixtureFile, failpoints: Sequence[Mapping[str, Any]]) -> None:
+    """The ids must be FP-1's P0 to P11, in order, each once.
+
+    The schema knows only an id's shape: a gap, a repeat or a missing boundary would pass it and leave a
+    boundary of the spec untested without a word.
+    """
+    first: dict[str, int] = {}
+    for index, failpoint in enumerate(failpoints):
+        found, expected, at = failpoint["id"], f"P{index}", f"/failpoints/{index}/id"
+        if found in first:
+            raise file.error(f"duplicate failpoint id {found!r} (first at /failpoints/{first[found]})", at)
+        first[found] = index
+        if index >= len(_FP1_PREFIXES):
+            raise file.error(f"failpoint id {found!r} is past P{len(_FP1_PREFIXES) - 1}, FP-1's last boundary", at)
+        if found != expected:
+            raise file.error(
+                f"failpoint id {found!r} where FP-1 has {expected!r}: the ids run P0, P1, ... in order, without gaps",
+                at,
+            )
+    if len(failpoints) < len(_FP1_PREFIXES):
+        missing, last = f"P{len(failpoints)}", f"P{len(_FP1_PREFIXES) - 1}"
+        raise file.error(f"the catalog stops before {missing!r}: FP-1 names P0 to {last}", "/failpoints")
+
+
+def _check_failpoint_prefixes(file: FixtureFile, failpoints: Sequence[Mapping[str, Any]]) -> None:
+    """Each failpoint must leave the committed prefix FP-1 gives it, or its crash case checks the wrong decision."""
+    for index, failpoint in enumerate(failpoints):
+        found, expected = failpoint["committedPrefix"], _FP1_PREFIXES[index]
+        if found != expected:
+            raise file.error(
+                f"failpoint {failpoint['id']!r} leaves the committed prefix {expected!r} (FP-1), not {found!r}",
+                f"/failpoints/{index}/committedPrefix",
+            )
+
+
 def read_failpoints(file: FixtureFile, data: dict[str, Any]) -> Iterator[Case]:
     """The catalog yields a decision case per prefix and a crash case per failpoint."""
+    _check_failpoint_ids(file, data["failpoints"])
+    _check_failpoint_prefixes(file, data["failpoints"])
     scenario = read_events(file, [data.get("envelope")], data["scenario"], "/scenario", None)
     prefixes = data["prefixes"]
     for name, prefix in prefixes.items():
@@ -411,6 +458,11 @@ def read_failpoints(file: FixtureFile, data: dict[str, Any]) -> Iterator[Case]:
         )
 
 
+def _has_text(event: Mapping[str, Any]) -> bool:
+    content = event.get("content")
+    return isinstance(content, Mapping) and content.get("kind") == "text" and isinstance(content.get("text"), str)
+
+
 def read_ledger_faults(file: FixtureFile, data: dict[str, Any]) -> Iterator[Case]:
     """The cases of a ``phase0/ledger-faults`` file: bytes the kit damages, and what a read must report."""
     ledger = read_events(file, [data.get("envelope")], data["ledger"], "/ledger", None)
@@ -421,6 +473,10 @@ def read_ledger_faults(file: FixtureFile, data: dict[str, Any]) -> Iterator[Case
             file.report(
                 file.error(f"row {row} is outside the ledger's {len(ledger)} rows", f"{at}/fault/row", raw["id"])
             )
+            continue
+        if raw["fault"].get("damage") == "invalid-utf8-in-string" and not _has_text(ledger[row - 1]):
+            message = f"row {row} holds no text content for the invalid-utf8-in-string damage"
+            file.report(file.error(message, f"{at}/fault/row", raw["id"]))
             continue
         problems = ledger_problems(raw["fault"], len(ledger), raw["expect"])
         if problems:

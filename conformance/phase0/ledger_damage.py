@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -69,6 +70,19 @@ def _duplicate_chunk(row: bytes) -> bytes:
     return body[:half] + body[:half] + body[half:] + b"\n"
 
 
+# The opening quote of a text content's string, however the implementation spaced its JSON.
+_TEXT_VALUE = re.compile(rb'"text"\s*:\s*"')
+
+
+def _invalid_utf8_in_text(row: bytes) -> bytes:
+    # c3 28 just inside the text string: the rest of the row stays valid JSON, so only a strict UTF-8
+    # decode sees the damage; a decoder with replacement reads a text that starts with U+FFFD (STORE-5).
+    found = _TEXT_VALUE.search(row)
+    if found is None:
+        raise ValueError("the row holds no text content to damage (invalid-utf8-in-string)")
+    return row[: found.end()] + b"\xc3\x28" + row[found.end() :]
+
+
 DAMAGE: dict[str, Callable[[bytes], bytes]] = {
     "garbage": lambda row: GARBAGE + b"\n",
     "zeros": lambda row: b"\x00" * (len(row) - 1) + b"\n",
@@ -77,6 +91,7 @@ DAMAGE: dict[str, Callable[[bytes], bytes]] = {
     "not-an-event": lambda row: b'{"note":"valid JSON, but not a RuntimeEvent"}\n',
     "not-an-object": lambda row: b'["a","list"]\n',
     "invalid-utf8": lambda row: row[:1] + b"\xc3\x28" + row[1:],
+    "invalid-utf8-in-string": _invalid_utf8_in_text,
     "blank": lambda row: b"\n",
     "other-session": lambda row: _rehome(row, "sessionId"),
     "other-run": lambda row: _rehome(row, "runId"),

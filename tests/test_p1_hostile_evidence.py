@@ -141,3 +141,66 @@ def test_a_slow_view_in_place_of_the_table_is_cut_off_at_the_deadline(
         evidence.read_journal(state)
     # Not a time assertion on the kit's speed: only that the read ended instead of running for hours.
     assert time.monotonic() - started < 60
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder)) if (folder / name).is_file()}
+
+
+def test_rows_only_in_the_write_ahead_log_are_read_and_nothing_beside_the_journal_changes(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE)
+    writer = sqlite3.connect(state / model.JOURNAL_FILE)
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("PRAGMA wal_autocheckpoint=0")  # the second row stays in the WAL only
+        writer.execute(f"INSERT INTO checkpoints SELECT {', '.join('2' if c == 'seq' else c for c in COLUMNS)} "
+                       "FROM checkpoints")
+        writer.commit()
+        assert (state / (model.JOURNAL_FILE + "-wal")).stat().st_size > 0
+        before = _listing(state)
+        rows = evidence.read_journal(state)
+        assert [row["seq"] for row in rows] == [1, 2]
+        assert _listing(state) == before  # no side file made, none changed: the kit read its own copy
+    finally:
+        writer.close()
+
+
+@posix_only
+@pytest.mark.parametrize("side", ["-wal", "-journal"])
+def test_a_side_file_that_is_not_a_regular_file_is_refused(tmp_path: Path, side: str) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE)
+    os.mkfifo(state / (model.JOURNAL_FILE + side))
+    with pytest.raises(evidence.JournalUnreadable, match=f"{model.JOURNAL_FILE}{side} is a FIFO"):
+        evidence.read_journal(state)
+
+
+def test_a_journal_larger_than_the_kit_copies_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE)
+    monkeypatch.setattr(evidence, "MAX_JOURNAL", 1024)
+    with pytest.raises(evidence.JournalUnreadable, match="holds more than 1024 bytes"):
+        evidence.read_journal(state)
+
+
+def test_a_journal_that_changes_during_every_copy_is_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE)
+    copies = 0
+    original = evidence._journal_bytes
+
+    def busy_writer(state_dir: Path, name: str) -> bytes:
+        nonlocal copies
+        copies += 1
+        data = original(state_dir, name)
+        with open(state_dir / name, "ab") as handle:  # a writer appending while the kit copies
+            handle.write(b"\0")
+        return data
+
+    monkeypatch.setattr(evidence, "_journal_bytes", busy_writer)
+    with pytest.raises(evidence.JournalUnreadable, match="changed during each of 5 copies"):
+        evidence.read_journal(state)
+    assert copies == 5

@@ -1,7 +1,7 @@
 """What the kit reads itself after (or while) a worker runs: the journal, the caches, the origin.
 
-Everything here is observed evidence (p1.md EVID-1): the journal is opened read-only, never with
-``immutable=1`` so rows still in a write-ahead log are seen (EVID-3), and closed after each read. This is
+Everything here is observed evidence (p1.md EVID-1): the journal is read from a copy in the kit's
+scratch, its write-ahead log included so that rows not yet checkpointed are seen (EVID-3). This is
 the shell: the journal's model (its columns, phases, rows and snapshots) lives in the pure ``model``, and
 is re-exported here under the names the harness has always used.
 """
@@ -83,41 +83,94 @@ class JournalUnreadable(Exception):
 
 
 QUERY_SECONDS = 10.0  # the longest the kit lets one read of the journal take (a VIEW can be made slow)
+MAX_JOURNAL = 64 * 1024 * 1024  # bytes of the journal, and of each side file, the kit copies to read
+# The side files a reader needs: a WAL holds committed rows not yet in the database file, and a hot
+# rollback journal the pages a killed writer had not finished. The shared-memory index (-shm) is not
+# copied: SQLite rebuilds it from the WAL, so a stale or forged index cannot hide a committed row.
+_SIDE_FILES = ("-wal", "-journal")
+_COPY_TRIES = 5  # copies of a journal that changed while it was copied, before the kit gives up
 
 
 def read_journal(state_dir: Path) -> list[Row]:
     """Every checkpoint row, in ``seq`` order, as the kit reads it itself (EVID-3).
 
-    The worker made the file, so it is read defensively: a regular file only (a link, a FIFO or a
-    directory is refused, so nothing is opened or created outside the state directory), each query under
-    ``QUERY_SECONDS``, and every value checked against JNL-1's column types before a check reads it."""
+    The worker made the files, so the kit reads a copy: the database and its side files, each a regular
+    file of at most ``MAX_JOURNAL`` bytes (a link, a FIFO or a directory is refused), are copied into the
+    kit's scratch and opened there, so nothing is ever created or locked beside the worker's files and
+    rows still in the write-ahead log are seen. Each query runs under ``QUERY_SECONDS``, and every value
+    is checked against JNL-1's column types before a check reads it."""
     path = state_dir / JOURNAL_FILE
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return []
-    except OSError as error:
-        raise JournalUnreadable(f"cannot look at {JOURNAL_FILE}: {error}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise JournalUnreadable(f"{JOURNAL_FILE} is {_file_kind(info.st_mode)}, not a regular file")
-    uri = path.resolve().as_uri() + "?mode=ro"
+    scratch = Path(tempfile.mkdtemp(prefix="resumekit-journal-"))
     try:
-        connection = sqlite3.connect(uri, uri=True, timeout=QUERY_SECONDS)
-    except sqlite3.Error as error:
-        raise JournalUnreadable(f"cannot open {JOURNAL_FILE} read-only: {error}") from None
-    deadline = time.monotonic() + QUERY_SECONDS
-    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    try:
-        with contextlib.closing(connection):
-            rows = _select_rows(connection)
-    except sqlite3.Error as error:
-        late = " (the read took longer than the kit allows)" if time.monotonic() > deadline else ""
-        raise JournalUnreadable(f"cannot read {JOURNAL_FILE}: {error}{late}") from None
+        rows = _read_copy(_copy_journal(state_dir, scratch))
+    finally:
+        _files.remove(scratch)
     for row in rows:
         problem = ill_typed(row)
         if problem is not None:
             raise JournalUnreadable(f"{JOURNAL_FILE}: {problem}")
     return rows
+
+
+def _copy_journal(state_dir: Path, scratch: Path) -> Path:
+    """The journal and its side files copied into *scratch*, as one consistent moment of them.
+
+    A copy is taken again if any of the files changed while it was made (the worker may be writing: the
+    kit reads while it runs, JNL-6); the database and its WAL copied at different moments would be a
+    journal no writer ever left."""
+    names = [JOURNAL_FILE, *(JOURNAL_FILE + side for side in _SIDE_FILES)]
+    for _ in range(_COPY_TRIES):
+        before = [_identity(state_dir / name) for name in names]
+        for name, seen in zip(names, before, strict=True):
+            target = scratch / name
+            target.unlink(missing_ok=True)
+            if seen is not None:
+                target.write_bytes(_journal_bytes(state_dir, name))
+        if [_identity(state_dir / name) for name in names] == before:
+            if before[0] is None:
+                raise JournalUnreadable(f"{JOURNAL_FILE} disappeared while the kit read it")
+            return scratch / JOURNAL_FILE
+    raise JournalUnreadable(f"{JOURNAL_FILE} changed during each of {_COPY_TRIES} copies the kit made to read it")
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells one version of a file from the next (None: there is no file); a non-regular file is refused."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise JournalUnreadable(f"cannot look at {path.name}: {error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise JournalUnreadable(f"{path.name} is {_file_kind(info.st_mode)}, not a regular file")
+    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def _journal_bytes(state_dir: Path, name: str) -> bytes:
+    try:
+        return _files.read_bytes(state_dir, state_dir / name, MAX_JOURNAL)
+    except _files.Refused as refused:
+        if not os.path.lexists(state_dir / name):  # gone since it was seen: the copy is taken again
+            return b""
+        raise JournalUnreadable(f"{name}: {refused}") from None
+
+
+def _read_copy(copy: Path) -> list[Row]:
+    """The rows of the kit's own copy of the journal, under the query deadline."""
+    try:
+        connection = sqlite3.connect(copy, timeout=QUERY_SECONDS)
+    except sqlite3.Error as error:
+        raise JournalUnreadable(f"cannot open {JOURNAL_FILE}: {error}") from None
+    deadline = time.monotonic() + QUERY_SECONDS
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        with contextlib.closing(connection):
+            return _select_rows(connection)
+    except sqlite3.Error as error:
+        late = " (the read took longer than the kit allows)" if time.monotonic() > deadline else ""
+        raise JournalUnreadable(f"cannot read {JOURNAL_FILE}: {error}{late}") from None
 
 
 def _select_rows(connection: sqlite3.Connection) -> list[Row]:

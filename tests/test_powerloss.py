@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import re
 import sqlite3
 import sys
@@ -27,7 +28,7 @@ from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.phase0 import crash
 from resumekit.conformance.phase0.cases import CrashCase, ScheduleCase
 from resumekit.conformance.powerloss import layer as powerloss_layer
-from resumekit.conformance.powerloss.model import PAGE, Durable, apply_ops
+from resumekit.conformance.powerloss.model import CUT_MODES, PAGE, Durable, Op, apply_ops, page_cuts
 from resumekit.conformance.results import Outcome, Run
 from tests.broken.durability import MODES
 from tests.support import NODE, python_command
@@ -35,7 +36,7 @@ from tests.support import ROOT as REPOSITORY
 
 # -- the model (pure) ----------------------------------------------------------------------------------
 
-ROOT, DIR, FILE, OTHER = 1, 2, 3, 4
+ROOT, DIR, FILE, OTHER, THIRD = 1, 2, 3, 4, 5
 
 
 def test_a_write_is_durable_only_once_its_file_and_its_name_are_synced() -> None:
@@ -91,7 +92,7 @@ def test_a_truncate_is_data_of_its_file() -> None:
 
 
 def test_a_write_past_the_end_leaves_zeros() -> None:
-    assert apply_ops(b"ab", [powerloss.model.Op(1, FILE, 4, b"z")]) == b"ab\0\0z"
+    assert apply_ops(b"ab", [Op(1, FILE, 4, b"z")]) == b"ab\0\0z"
 
 
 def _torn(mode: str, seed: int, offset: int, size: int) -> bytes:
@@ -127,6 +128,160 @@ def test_a_subset_cut_is_replayable_and_spares_the_last_file_nothing() -> None:
     assert cut(3) == cut(3)
     assert all(cut(seed)[1] == b"" for seed in range(20))
     assert len({cut(seed)[0] for seed in range(20)}) > 1
+
+
+def _prefixes(durable: bytes, ops: list[Op], *, torn: bool = True) -> set[bytes]:
+    """Every content a prefix of *ops* in write order can leave: whole changes, then part of the next write."""
+    legal = set()
+    for count in range(len(ops) + 1):
+        legal.add(apply_ops(durable, ops[:count]))
+        following = ops[count] if count < len(ops) else None
+        if torn and following is not None and following.data is not None:
+            for size in range(1, len(following.data)):
+                head = Op(following.seq, following.node, following.offset, following.data[:size])
+                legal.add(apply_ops(durable, [*ops[:count], head]))
+    return legal
+
+
+def _ledger(durable: bytes) -> Durable:
+    model = Durable(ROOT)
+    model.sync_dir(ROOT, {"ledger": (FILE, "file", None)})
+    model.write(FILE, 0, durable)
+    model.sync_file(FILE)
+    return model
+
+
+ROW = b"".join(b'{"id":"e%d","payload":"%s"}\n' % (n, b"p" * 90) for n in range(2))  # no zero byte in it
+
+
+def test_a_write_the_kernel_split_at_a_page_tears_as_one_write() -> None:
+    # The shape that failed the reference: a row crossing a 4 KiB boundary reaches the layer as two
+    # writes, and a tear that kept part of the second without the first left zero bytes before it.
+    durable = b"r" * (PAGE - 40)
+    cut_at = PAGE - len(durable)
+    seen = set()
+    for seed in range(300):
+        model = _ledger(durable)
+        model.write(FILE, len(durable), ROW[:cut_at])
+        model.write(FILE, PAGE, ROW[cut_at:])
+        content = model.cut("tear-byte", seed).files[FILE]
+        assert content[: len(durable)] == durable
+        kept = content[len(durable) :]
+        assert 0 < len(kept) < len(ROW) and kept == ROW[: len(kept)], (seed, kept[:60])
+        seen.add(len(kept))
+    assert any(size > cut_at for size in seen) and any(size < cut_at for size in seen)
+
+
+def test_a_page_tear_of_a_split_write_keeps_whole_pages_in_order() -> None:
+    durable = b"r" * (PAGE - 40)
+    ends = set()
+    for seed in range(100):
+        model = _ledger(durable)
+        model.write(FILE, len(durable), ROW[:40])
+        model.write(FILE, PAGE, ROW[40:])
+        content = model.cut("tear-page", seed).files[FILE]
+        assert content == durable + ROW[: len(content) - len(durable)]
+        ends.add(len(content))
+    assert ends == {len(durable), PAGE, len(durable) + len(ROW)}
+
+
+def test_a_byte_tear_keeps_a_prefix_of_several_writes_to_one_file() -> None:
+    rows = [b"first row\n", b"second row\n", b"third row\n"]
+    stream = b"".join(rows)
+    kept = set()
+    for seed in range(300):
+        model = _ledger(b"old\n")
+        offset = 4
+        for row in rows:
+            model.write(FILE, offset, row)
+            offset += len(row)
+        result = model.cut("tear-byte", seed)
+        content = result.files[FILE]
+        assert content == b"old\n" + stream[: len(content) - 4], seed
+        kept.add(len(content) - 4)
+        assert "the last file's 3 unsynced write(s)" in result.kept
+    assert kept == set(range(1, len(stream)))
+
+
+def test_a_tear_keeps_a_truncate_before_the_bytes_after_it() -> None:
+    # A store that cuts a torn tail and appends: the cut must not leave the new row over the old tail.
+    outcomes = set()
+    for seed in range(200):
+        model = _ledger(b"row\ntorn")
+        model.truncate(FILE, 4)
+        model.write(FILE, 4, b"next\n")
+        result = model.cut("tear-byte", seed)
+        outcomes.add(result.files[FILE])
+        assert "kept their first" in result.kept and "1 truncate(s)" in result.kept, result.kept
+    assert outcomes == {b"row\n" + b"next\n"[:size] for size in range(1, 5)}
+
+
+def test_page_cuts_fall_where_the_next_byte_starts_a_page() -> None:
+    assert page_cuts([Op(1, FILE, 100, bytes(3 * PAGE))]) == [PAGE - 100, 2 * PAGE - 100, 3 * PAGE - 100]
+    assert page_cuts([Op(1, FILE, 0, bytes(PAGE)), Op(2, FILE, PAGE, bytes(10))]) == [PAGE]
+    assert page_cuts([Op(1, FILE, 0, bytes(PAGE))]) == []  # at the end: that is the whole stream
+    split = [Op(1, FILE, 10, bytes(PAGE - 10)), Op(2, FILE, 5, None), Op(3, FILE, 2 * PAGE - 1, b"ab")]
+    assert page_cuts(split) == [PAGE - 10 + 1]
+
+
+def test_a_subset_cut_keeps_a_prefix_of_each_other_file() -> None:
+    def cut(seed: int) -> tuple[bytes, bytes, bytes]:
+        model = Durable(ROOT)
+        for index in range(12):
+            model.write(OTHER, index, bytes([65 + index]))
+            model.write(THIRD, 2 * index, b"%02d" % index)
+        model.write(FILE, 0, b"last")
+        files = model.cut("subset", seed).files
+        return files.get(OTHER, b""), files.get(THIRD, b""), files.get(FILE, b"")
+
+    others = {cut(seed)[:2] for seed in range(60)}
+    assert {other for other, _ in others} <= {bytes(range(65, 65 + n)) for n in range(13)}
+    assert {mine for _, mine in others} <= {b"".join(b"%02d" % i for i in range(n)) for n in range(13)}
+    assert len({len(other) for other, _ in others}) > 3
+    assert len({(len(a), len(b)) for a, b in others}) > len({len(a) for a, _ in others})  # chosen per file
+
+
+def _random_changes(rng: random.Random) -> Durable:
+    # Writes and truncates near a page boundary, so that page tears have somewhere to cut.
+    model = Durable(ROOT)
+    for node in (FILE, OTHER, THIRD):
+        model.write(node, 0, rng.randbytes(rng.randrange(PAGE - 400, PAGE + 100)))
+        model.sync_file(node)
+    for _ in range(rng.randrange(1, 7)):
+        node, offset = rng.choice((FILE, OTHER, THIRD)), rng.randrange(PAGE - 300, PAGE + 300)
+        if rng.random() < 0.2:
+            model.truncate(node, offset)
+        else:
+            model.write(node, offset, rng.randbytes(rng.randrange(1, 200)))
+    return model
+
+
+def _untouched(mode: str, node: int, last: int | None) -> bool:
+    """Whether a cut in *mode* must leave *node* exactly durable: the modes keep changes of one side only."""
+    if mode == "lose" or last is None:
+        return True
+    return node == last if mode == "subset" else node != last
+
+
+def test_every_cut_leaves_each_file_a_prefix_of_its_unsynced_changes() -> None:
+    torn = 0
+    for trial in range(150):
+        model = _random_changes(random.Random(trial))
+        writes = [op for op in model.pending if op.data is not None]
+        last = writes[-1].node if writes else None
+        pending = {node: [op for op in model.pending if op.node == node] for node in model.files}
+        whole = {node: _prefixes(model.files[node], ops, torn=False) for node, ops in pending.items()}
+        parts = {node: _prefixes(model.files[node], ops) for node, ops in pending.items()}
+        for mode in CUT_MODES:
+            for seed in range(3):
+                files = model.cut(mode, seed).files
+                for node, durable in model.files.items():
+                    if _untouched(mode, node, last):
+                        assert files[node] == durable, (trial, mode, seed, node)
+                    else:
+                        assert files[node] in (whole if mode == "subset" else parts)[node], (trial, mode, seed)
+                        torn += files[node] not in whole[node]
+    assert torn > 20  # the tears did tear inside a change, often
 
 
 def test_an_unknown_mode_is_refused() -> None:
@@ -235,6 +390,46 @@ def test_sqlite_in_wal_mode_keeps_its_synced_commits(layer: powerloss.PowerLayer
         connection.close()
 
 
+SPLIT = bytes(range(1, 256)) * 40  # about 10 KiB, no zero byte: a hole would show
+
+
+def _one_long_write(root: Path, name: str, durable: bytes) -> Path:
+    """A synced file of *durable* bytes, then one unsynced write of SPLIT after it, the file closed."""
+    path = root / name
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        os.write(fd, durable)
+        os.fsync(fd)
+        _files.sync_path(root)
+        assert os.write(fd, SPLIT) == len(SPLIT)
+    finally:
+        os.close(fd)
+    return path
+
+
+@needs_fuse
+@pytest.mark.parametrize("mode", ["tear-byte", "tear-page"])
+def test_a_write_across_pages_tears_to_a_prefix_on_the_layer(layer: powerloss.PowerLayer, mode: str) -> None:
+    # The kernel hands a write that crosses a page to the layer in pieces; a tear must keep a prefix of
+    # the write as the program made it, whatever the pieces.
+    durable = b"d" * 1000  # unaligned: the write crosses 4096 and 8192 inside
+    kept = set()
+    for seed in range(12):
+        path = _one_long_write(layer.mountpoint, f"ledger-{seed}", durable)
+        note = layer.cut(mode, seed)
+        content = path.read_bytes()
+        assert content[: len(durable)] == durable, note
+        tail = content[len(durable) :]
+        assert tail == SPLIT[: len(tail)], f"{note}: {tail.count(0)} zero byte(s) in the tail"
+        kept.add(len(tail))
+    if mode == "tear-byte":
+        assert 0 not in kept and len(SPLIT) not in kept
+        assert len(kept) > 6
+    else:
+        assert kept <= {0, PAGE - 1000, 2 * PAGE - 1000, len(SPLIT)}
+        assert len(kept) > 1
+
+
 def _factory(mode: str | None) -> crash.Factory:
     if mode is None:
         return process_factory("reference")
@@ -267,7 +462,13 @@ def test_a_store_that_skips_a_sync_passes_a_process_crash_and_fails_power_loss(m
 def test_the_reference_survives_a_short_schedule_of_power_cuts() -> None:
     case = _case("random-crash-schedule")
     result = crash.run_schedule(
-        case, _factory(None), "strict", seed=5, kills=6, replay="", power=powerloss.PowerLoss()  # type: ignore[arg-type]
+        case,
+        _factory(None),
+        "strict",
+        seed=5,
+        kills=6,
+        replay="",
+        power=powerloss.PowerLoss(),  # type: ignore[arg-type]
     )
     assert result.outcome is Outcome.PASSED, result.message
     assert re.match(r"6 kills( over \d+ ledgers)? and power cuts \(", result.message or ""), result.message

@@ -6,13 +6,16 @@ directory change pass through to a backing folder at once, so the implementation
 file system, but each becomes durable only as POSIX promises at its weakest: a file's data when that
 file is synced, a name (a new file or directory, a rename, an unlink) when its directory is synced.
 A power cut kills the implementation, unmounts the layer (so the kernel keeps no page of it), puts
-back only what was durable (``model.CUT_MODES`` say how much of the rest survives) and mounts again.
+back only what was durable and mounts again. Of the changes made to a file since its last sync, a cut
+keeps a prefix in write order, each file independently (``model.CUT_MODES`` say how long a prefix), so
+a write the kernel handed to the layer in pieces is torn as the one write it was.
 
 What it proves: every acknowledged row was synced, with its name, before its acknowledgement, so a
 power cut after the acknowledgement cannot lose it. What it does not: that the drive honours the
 sync (a disk that lies about its cache is not simulated), or that the kernel and the file system
-order writes as a real one does (the layer writes nothing back on its own, never reorders inside a
-file beyond the modes, and treats a rename as volatile until its directory is synced).
+order writes as a real one does (the layer writes nothing back on its own, treats a rename as volatile
+until its directory is synced, and never writes a later page of a file before an earlier one: a store
+could tell that hole from damage only with a checksum per page, which neither contract asks for).
 
 Importing this module imports no FUSE binding: ``unavailable`` says why the layer cannot run here
 (not Linux, no ``/dev/fuse``, no permission, no libfuse, no ``mfusepy``), and only the server process

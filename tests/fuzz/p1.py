@@ -41,6 +41,7 @@ class Attack:
     expect: str = "refuse"  # or "pass"
     clauses: tuple[str, ...] = ()  # one of them must be named when the kit refuses
     argument: str = ""  # may name {decoy_journal}, {decoy_file} or {probe}
+    proof: str = ""  # what the probe file must show: "cp-2" (JSON 400s), or a fragment that proves the attack fired
     unlock: bool = False  # the worker may leave immutable folders: clear them before the scratch is counted
 
 
@@ -56,14 +57,15 @@ ATTACKS = [
     Attack("journal-text-attempt", CAPTURE, clauses=("JNL-1",)),
     Attack("journal-blob-phase", CAPTURE, clauses=("JNL-1",)),
     Attack("claim-flood", "p1-idle-worker-waits-between-claims", clauses=("WRK-3",)),
-    Attack("malformed-requests", CAPTURE, expect="pass", argument="{probe}"),
+    Attack("malformed-requests", CAPTURE, expect="pass", argument="{probe}", proof="cp-2"),
     Attack("huge-stderr", CAPTURE, expect="pass"),
     Attack("endless-stderr", CAPTURE, expect="pass"),
     # The worker abandons an attempt whose lease it still holds and says idle: OUT-2's idle is not reached.
-    Attack("git-is-a-file", CAPTURE, clauses=("OUT-2",)),
+    Attack("git-is-a-file", CAPTURE, clauses=("OUT-2", "LEASE-4")),
     Attack("odd-workspace-name", CAPTURE, clauses=("WRK-4", "JNL-2")),
     Attack("read-only-state", CAPTURE, expect="pass", unlock=True),
-    Attack("full-disk", "p1-disk-journal-write-enospc-never-advances", expect="pass"),
+    Attack("full-disk", "p1-disk-journal-write-enospc-never-advances", expect="pass", argument="{probe}",
+           proof="journal write failed"),
     Attack("orphan", CAPTURE, clauses=("WRK-5",)),
     Attack("tampered-file-links-outside", "p1-replay-ignores-a-tampered-old-workspace", expect="pass",
            argument="{decoy_file}"),
@@ -112,8 +114,10 @@ def run_attack(context: Context, attack: Attack, folder: Path, guard: float = GU
     output = (folder / "output.txt").read_text(encoding="utf-8", errors="replace")
     document = _report(report)
     category, reason = classify_p1(code, output, document, attack.expect, attack.clauses)
-    if attack.argument == "{probe}" and category not in ("traceback", "hang"):
+    if attack.proof == "cp-2" and category not in ("traceback", "hang"):
         category, reason = _judge_probe(probe, category, reason)
+    elif attack.proof and attack.proof not in _text(probe):
+        raise RuntimeError(f"the campaign itself failed: {attack.name} never fired (no {attack.proof!r} in its probe)")
     if attack.unlock:
         unlock(folder)
     return {"category": category, "reason": reason, "seconds": seconds, "peakKb": peak,
@@ -126,6 +130,13 @@ def _report(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return document if isinstance(document, dict) else {}
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _judge_probe(probe: Path, category: str, reason: str) -> tuple[str, str]:

@@ -5,6 +5,7 @@ walks (the old workspace it tampers with, the decoy beside the root, the entries
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import shutil
@@ -75,7 +76,8 @@ class FillsItsDisk(reference.Worker):
     """Takes the scenario's injected disk fault (p1.disk-faults) for real: where the reference would raise the
     injected error, it lowers its file size limit (RLIMIT_FSIZE) to what the file holds now, so that the
     write itself fails with EFBIG, as on a full disk; a new worker instance lifts the limit again. The
-    campaign's chosen stand-in for a full disk: portable to POSIX, no loop device, no mount, no root."""
+    campaign's chosen stand-in for a full disk: portable to POSIX, no loop device, no mount, no root. What the
+    worker logged as fatal goes to the probe file the campaign names (argument 1): the proof the write failed."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -85,6 +87,18 @@ class FillsItsDisk(reference.Worker):
         self._fault = None if fault is None else (fault.file, fault.op, fault.hit)
         self._hits: dict[tuple[str, str], int] = {}
         self.control.disk = self._disk  # type: ignore[method-assign]
+
+    def run(self) -> int:
+        log = reference._log
+
+        def logged(message: str) -> None:
+            if message.startswith("fatal"):
+                with open(argument(0), "a", encoding="utf-8") as probe:
+                    probe.write(json.dumps({"fatal": message[:500]}) + "\n")
+            log(message)
+
+        with _patched(reference, "_log", logged):
+            return super().run()
 
     def _disk(self, file: str, op: str) -> None:
         hit = self._hits[(file, op)] = self._hits.get((file, op), 0) + 1

@@ -58,7 +58,7 @@ ATTACKS = [
     Attack("journal-blob-phase", CAPTURE, clauses=("JNL-1",)),
     Attack("claim-flood", "p1-idle-worker-waits-between-claims", clauses=("WRK-3",)),
     Attack("malformed-requests", CAPTURE, expect="pass", argument="{probe}", proof="cp-2"),
-    Attack("huge-stderr", CAPTURE, expect="pass"),
+    Attack("huge-stderr", CAPTURE, expect="pass", argument="{probe}", proof="209715200 bytes to stderr"),
     Attack("endless-stderr", CAPTURE, expect="pass"),
     # The worker abandons an attempt whose lease it still holds and says idle: OUT-2's idle is not reached.
     Attack("git-is-a-file", CAPTURE, clauses=("OUT-2", "LEASE-4")),
@@ -70,6 +70,7 @@ ATTACKS = [
     Attack("tampered-file-links-outside", "p1-replay-ignores-a-tampered-old-workspace", expect="pass",
            argument="{decoy_file}"),
     Attack("tampered-file-is-a-fifo", "p1-replay-ignores-a-tampered-old-workspace", expect="pass"),
+    Attack("tampered-file-is-a-directory", "p1-replay-ignores-a-tampered-old-workspace", expect="pass"),
     Attack("fifo-in-the-sibling-decoy", "p1-cleanup-never-enters-a-sibling-named-like-the-root",
            clauses=("CLEAN-2",)),
     Attack("fifo-where-the-watch-looks", "p1-strict-tool-tree-dies-with-the-worker", clauses=("WRK-5",)),

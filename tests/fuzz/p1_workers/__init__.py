@@ -38,6 +38,7 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "orphan": places.LeavesAnOrphan,
     "tampered-file-links-outside": places.TamperedFileLinksOutside,
     "tampered-file-is-a-fifo": places.TamperedFileIsAFifo,
+    "tampered-file-is-a-directory": places.TamperedFileIsADirectory,
     "fifo-in-the-sibling-decoy": places.FifoInTheSiblingDecoy,
     "fifo-where-the-watch-looks": places.FifoWhereTheWatchLooks,
 }

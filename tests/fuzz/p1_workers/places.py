@@ -166,6 +166,13 @@ class TamperedFileIsAFifo(_BeforeVerifiedRow):
         os.mkfifo(path)
 
 
+class TamperedFileIsADirectory(_BeforeVerifiedRow):
+    """Puts a directory where the kit will write its tampered file."""
+
+    def trap(self, path: Path) -> None:
+        path.mkdir()
+
+
 class FifoInTheSiblingDecoy(AtTheEnd):
     """With its task done, adds a FIFO to ``<root>-evil``, the kit's decoy beside the root (CLEAN-2)."""
 

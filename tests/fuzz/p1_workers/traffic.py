@@ -100,16 +100,19 @@ def _exchange(host: str, port: int, data: bytes) -> dict[str, Any]:
 
 
 HUGE_STDERR_BYTES = 200 * 1024 * 1024
-_LINE = b"p1 worker: a line of noise on stderr, as a chatty worker writes it " + b"." * 955 + b"\n"  # 1 KiB
+_LINE = b"p1 worker: a line of noise on stderr, as a chatty worker writes it ".ljust(1023, b".") + b"\n"  # 1 KiB
 
 
 class HugeStderr(reference.Worker):
-    """Writes 200 MB of 1 KiB lines to stderr before it starts its work."""
+    """Writes 200 MB of 1 KiB lines to stderr before it starts its work, then says so in the probe file the
+    campaign names (argument 1)."""
 
     def run(self) -> int:
-        chunk = _LINE * 1024
+        chunk, written = _LINE * 1024, 0
         for _ in range(HUGE_STDERR_BYTES // len(chunk)):
-            os.write(2, chunk)
+            written += os.write(2, chunk)
+        with open(argument(0), "a", encoding="utf-8") as probe:
+            probe.write(json.dumps({"wrote": f"{written} bytes to stderr"}) + "\n")
         return super().run()
 
 

@@ -177,6 +177,9 @@ def selected(only: list[str] | None) -> list[Attack]:
 
 
 def p1_part(context: Context, tally: Tally, arguments: argparse.Namespace) -> None:
+    if sys.platform == "win32" or shutil.which("git") is None:
+        print("  p1: skipped (the attacks need POSIX FIFOs and links, and the scenarios need git)")
+        return
     for number, attack in enumerate(selected(arguments.only)):
         folder = context.work / "p1" / f"{number}-{attack.name}"
         before = (tally.outside_writes, tally.orphans, tally.scratch_left, tally.unrelated_kills)

@@ -138,7 +138,8 @@ def writers(session: nox.Session) -> None:
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Mutated fixtures, misbehaving adapters and an abused store against the kit (not run by default)."""
+    """Mutated fixtures, misbehaving adapters, an abused store and hostile P1 workers against the kit (not run by
+    default)."""
     session.install(".", "hypothesis")
     session.run("python", "-m", "tests.fuzz", *session.posargs)
 

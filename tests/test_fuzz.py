@@ -2,11 +2,13 @@
 
 The campaign draws thousands of inputs; these replay a handful of fixed ones through the same code:
 mutated golden trees through ``validate`` and a decision ``run`` in process, misbehaving adapters through
-the ``resumekit`` command, and the reference store through the adapter protocol.
+the ``resumekit`` command, the reference store through the adapter protocol, and two hostile P1 workers
+through a one-scenario ``resumekit run --kind p1``.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fuzz import behaviours, guards, mutations, store, worker
-from tests.fuzz.campaign import BAD, classify_fixture, classify_run, kit_traceback
+from tests.fuzz import behaviours, guards, mutations, p1, store, worker
+from tests.fuzz.campaign import BAD, classify_fixture, classify_p1, classify_run, kit_traceback, p1_clauses_named
 from tests.fuzz.parts import Context, run_behaviour
 
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="the campaign's guards use POSIX calls")
@@ -147,3 +149,37 @@ def test_the_reference_store_refuses_or_keeps_what_it_is_sent(name: str, context
     assert category in ("clear error", "accepted correctly"), reason
     assert not any(cwd.iterdir())
     assert context.outside_writes() == 0
+
+
+# -- hostile P1 workers -------------------------------------------------------------------------------
+
+
+P1_ATTACKS = {a.name: a for a in p1.ATTACKS}
+
+
+@POSIX
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize(("name", "clause"), [("journal-fifo", "JNL-1"), ("cache-link-to-dev-zero", "CACHE-1")])
+def test_a_hostile_p1_worker_fails_its_case_naming_the_clause(name: str, clause: str, context: Context) -> None:
+    folder = context.work / "p1"
+    outcome = p1.run_attack(context, P1_ATTACKS[name], folder, guard=120)
+    assert outcome["category"] == "clear error", outcome["reason"]
+    assert outcome["reason"].startswith(f"{clause}: ")
+    assert clause in outcome["named"]
+    assert context.outside_writes() == 0
+    assert guards.reap_orphans(context.tag) == []
+    assert guards.scratch_left(folder / "tmp") == []
+
+
+def test_a_p1_refusal_is_clear_only_when_a_failed_case_names_the_clause() -> None:
+    def report(outcome: str, clause: str) -> dict[str, Any]:
+        mismatch = {"pointer": "/journal", "clause": clause, "actual": "a FIFO", "note": ""}
+        return {"results": [{"id": "c", "outcome": outcome, "message": "not idle", "mismatches": [mismatch]}]}
+
+    assert classify_p1(1, "", report("failed", "JNL-1"), "refuse", ("JNL-1",))[0] == "clear error"
+    assert classify_p1(1, "", report("failed", "SUB-1"), "refuse", ("JNL-1",))[0] == "unclear error"
+    assert classify_p1(1, "", report("errored", "JNL-1"), "refuse", ("JNL-1",))[0] == "unclear error"
+    assert classify_p1(3, "", report("passed", ""), "refuse", ("JNL-1",))[0] == "accepted wrongly"
+    assert classify_p1(3, "", report("passed", ""), "pass", ())[0] == "accepted correctly"
+    assert classify_p1(None, "", {}, "refuse", ("JNL-1",))[0] == "hang"
+    assert p1_clauses_named(report("failed", "JNL-1")) == ["JNL-1"]

@@ -1,8 +1,9 @@
 """The campaign: ``python -m tests.fuzz [--budget SECONDS] [--mutations N] [--part PART] ...``.
 
-Three parts, each bounded: mutated golden trees (``--mutations`` trees, or fewer when ``--budget``
-seconds run out), the misbehaving adapters of ``behaviours.py`` (every one, each under a guard timeout)
-and the reference store under abuse. It prints a table of counts per part (see ``campaign.py`` for
+Five parts, each bounded: mutated golden trees (``--mutations`` trees, or fewer when ``--budget``
+seconds run out), the misbehaving adapters of ``behaviours.py`` (every one, each under a guard timeout),
+the reference store under abuse, the loader at scale, and hostile P1 workers (``p1.py``: every attack, or
+those ``--only`` names, each under ``--p1-guard``). It prints a table of counts per part (see ``campaign.py`` for
 the categories) and the findings behind every bad count, writes it all as JSON with ``--report``, and
 exits 1 when a count the kit must keep at zero is not zero.
 """
@@ -20,6 +21,8 @@ from pathlib import Path
 
 from tests.fuzz import guards
 from tests.fuzz.campaign import Tally, format_table
+from tests.fuzz.p1 import GUARD as P1_GUARD
+from tests.fuzz.p1 import p1_part
 from tests.fuzz.parts import MEMORY_TARGET_MB, PARTS, Context, adapters, fixtures, scale, store_part
 
 # -- the whole campaign -----------------------------------------------------------------------------
@@ -34,6 +37,9 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="fixture workers at once (default 2)")
     parser.add_argument("--job-timeout", type=float, default=60, help="seconds a mutated tree may take (default 60)")
     parser.add_argument("--guard", type=float, default=180, help="seconds an adapter run may take (default 180)")
+    parser.add_argument("--p1-guard", type=float, default=P1_GUARD,
+                        help=f"seconds a P1 attack may take (default {P1_GUARD:.0f})")
+    parser.add_argument("--only", action="append", metavar="GLOB", help="run only the p1 attacks named (repeatable)")
     parser.add_argument("--writer-trials", type=int, default=50, help="two-writer trials (default 50)")
     parser.add_argument("--writer-rows", default="200000,700000,2000000", help="row sizes of the writer trials")
     parser.add_argument("--report", type=Path, help="write the counts and findings as JSON")
@@ -48,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     context = Context(work)
     tallies = []
-    runners = {"fixtures": fixtures, "adapters": adapters, "store": store_part, "scale": scale}
+    runners = {"fixtures": fixtures, "adapters": adapters, "store": store_part, "scale": scale, "p1": p1_part}
     try:
         for part in parts:
             tally = Tally(part)

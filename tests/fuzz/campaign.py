@@ -63,6 +63,7 @@ class Tally:
     scratch_left: int = 0
     seconds: float = 0.0
     scale_ratio: float | None = None
+    tries: list[dict[str, Any]] = field(default_factory=list)  # one row per try, where a part keeps them
 
     @property
     def tried(self) -> int:
@@ -177,6 +178,59 @@ def classify_run(
     if evidence and evidence not in reasons and evidence not in output:
         return "unclear error", f"expected {evidence!r} among the reasons:\n{reasons[-800:]}"
     return "clear error", reasons.splitlines()[0][:300]
+
+
+def classify_p1(
+    code: int | None, output: str, document: dict[str, Any], expect: str, clauses: tuple[str, ...]
+) -> tuple[str, str]:
+    """The category of one ``resumekit run --kind p1`` against a hostile worker.
+
+    *expect* is "refuse" or "pass". A refusal is clear only when a failed case names one of *clauses* with
+    what it found: an errored case names no clause (the kit gave up, it did not judge), and a failure that
+    names only other clauses points the implementer at the wrong rule.
+    """
+    if code is None:
+        return "hang", "the kit outlived its guard timeout"
+    if code not in RUN_CODES:
+        return "traceback", f"exit code {code} is not documented\n{output[-1500:]}"
+    if kit_traceback(output):
+        return "traceback", output[-1500:]
+    results = document.get("results", [])
+    if expect == "pass":
+        if code == EXIT_SUBSET and results:
+            return "accepted correctly", ""
+        return "accepted wrongly", f"a worker that does its work was refused (exit {code}): {_p1_reasons(results)}"
+    if code in (0, EXIT_SUBSET):
+        return "accepted wrongly", f"a hostile worker passed (exit {code})"
+    errored = [r for r in results if r.get("outcome") == "errored"]
+    if errored or not results:
+        first = errored[0] if errored else {}
+        return "unclear error", f"{first.get('id', 'no case')} errored: {first.get('message', output[-800:])}"[:1500]
+    for result in results:
+        for mismatch in result.get("mismatches", []):
+            found = mismatch.get("actual") not in (None, "") or mismatch.get("note")
+            if mismatch.get("clause") in clauses and found:
+                said = mismatch.get("note") or result.get("message", "")
+                return "clear error", f"{mismatch['clause']}: {said}; found {mismatch.get('actual')!r}"[:300]
+    return "unclear error", f"no failure names {', '.join(clauses)}: {_p1_reasons(results)}"
+
+
+def p1_clauses_named(document: dict[str, Any]) -> list[str]:
+    """The clauses the failed cases of a P1 report name, in the order they first appear."""
+    named: dict[str, None] = {}
+    for result in document.get("results", []):
+        if result.get("outcome") == "failed":
+            named.update(dict.fromkeys(str(m.get("clause")) for m in result.get("mismatches", [])))
+    return list(named)
+
+
+def _p1_reasons(results: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        f"{r.get('id')}: {r.get('outcome')}: {r.get('message', '')} "
+        + " ".join(f"[{m.get('clause')}] {m.get('note') or m.get('actual')}" for m in r.get("mismatches", []))
+        for r in results
+        if r.get("outcome") != "passed"
+    )[-1200:]
 
 
 def format_table(tallies: list[Tally], peak_kb: int) -> str:

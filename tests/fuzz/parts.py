@@ -1,4 +1,4 @@
-"""The three parts of the campaign (fixtures, adapters, store) and what they share."""
+"""The parts of the campaign (fixtures, adapters, store, scale; p1 lives in ``p1.py``) and what they share."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.fuzz import behaviours, guards, mutations, store
 from tests.fuzz.campaign import Tally, classify_fixture, classify_run
 from tests.support import ROOT, python_command
 
-PARTS = ("fixtures", "adapters", "store", "scale")
+PARTS = ("fixtures", "adapters", "store", "scale", "p1")
 MEMORY_TARGET_MB = 500
 
 

@@ -1,0 +1,218 @@
+"""The campaign's ``p1`` part: the kit against hostile P1 workers (``tests/fuzz/p1_workers``).
+
+Each attack runs ``resumekit run --kind p1 --only SCENARIO --jobs 1`` with one hostile worker, in a session
+of its own, under a guard timeout, with TMPDIR in the try's own scratch folder, and is classified by
+``campaign.classify_p1``: a hostile worker must fail its case naming the clause the attack breaks and what
+the kit found (or pass, where what it does is allowed and the worker still does its work). Around every
+try the guards of ``parts`` count writes outside, a killed decoy, orphans (by the campaign's tag) and
+scratch left; the peak memory of the kit's process tree is measured as it is reaped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.fuzz import guards
+from tests.fuzz.campaign import BAD, Tally, classify_p1, p1_clauses_named
+from tests.fuzz.parts import Context, _guards_after, _wait
+from tests.support import ROOT, python_command
+
+GUARD = 240.0
+CAPTURE = "p1-capture-completes"
+CACHE = ("CACHE-1", "CACHE-3", "CACHE-4")  # EVID-3 names CACHE-1; a cache found wrong by idle breaks CACHE-4 too
+
+
+@dataclass(frozen=True)
+class Attack:
+    name: str  # the attack of tests.fuzz.p1_workers
+    scenario: str
+    expect: str = "refuse"  # or "pass"
+    clauses: tuple[str, ...] = ()  # one of them must be named when the kit refuses
+    argument: str = ""  # may name {decoy_journal}, {decoy_file} or {probe}
+    proof: str = ""  # what the probe file must show: "cp-2" (JSON 400s), or a fragment that proves the attack fired
+    unlock: bool = False  # the worker may leave immutable folders: clear them before the scratch is counted
+
+
+ATTACKS = [
+    Attack("cache-fifo", CAPTURE, clauses=CACHE),
+    Attack("cache-directory", CAPTURE, clauses=CACHE),
+    Attack("cache-link-to-dev-zero", CAPTURE, clauses=CACHE),
+    Attack("cache-sparse-gigabyte", CAPTURE, clauses=CACHE),
+    Attack("journal-fifo", CAPTURE, clauses=("JNL-1",)),
+    Attack("journal-link-outside", CAPTURE, clauses=("JNL-1",), argument="{decoy_journal}"),
+    Attack("journal-slow-view", CAPTURE, clauses=("JNL-1",)),
+    Attack("journal-null-attempt", CAPTURE, clauses=("JNL-1",)),
+    Attack("journal-text-attempt", CAPTURE, clauses=("JNL-1",)),
+    Attack("journal-blob-phase", CAPTURE, clauses=("JNL-1",)),
+    Attack("claim-flood", "p1-idle-worker-waits-between-claims", clauses=("WRK-3",)),
+    Attack("malformed-requests", CAPTURE, expect="pass", argument="{probe}", proof="cp-2"),
+    Attack("huge-stderr", CAPTURE, expect="pass", argument="{probe}", proof="209715200 bytes to stderr"),
+    Attack("endless-stderr", CAPTURE, expect="pass"),
+    # The worker abandons an attempt whose lease it still holds and says idle: OUT-2's idle is not reached.
+    Attack("git-is-a-file", CAPTURE, clauses=("OUT-2", "LEASE-4")),
+    Attack("odd-workspace-name", CAPTURE, clauses=("WRK-4", "JNL-2")),
+    Attack("read-only-state", CAPTURE, expect="pass", unlock=True),
+    Attack("full-disk", "p1-disk-journal-write-enospc-never-advances", expect="pass", argument="{probe}",
+           proof="journal write failed"),
+    Attack("orphan", CAPTURE, clauses=("WRK-5",)),
+    Attack("tampered-file-links-outside", "p1-replay-ignores-a-tampered-old-workspace", expect="pass",
+           argument="{decoy_file}"),
+    Attack("tampered-file-is-a-fifo", "p1-replay-ignores-a-tampered-old-workspace", expect="pass"),
+    Attack("tampered-file-is-a-directory", "p1-replay-ignores-a-tampered-old-workspace", expect="pass"),
+    Attack("fifo-in-the-sibling-decoy", "p1-cleanup-never-enters-a-sibling-named-like-the-root",
+           clauses=("CLEAN-2",)),
+    Attack("fifo-where-the-watch-looks", "p1-strict-tool-tree-dies-with-the-worker", clauses=("WRK-5",)),
+]
+
+
+def decoy_journal(context: Context) -> Path:
+    """A SQLite file in WAL mode in the campaign's decoy tree, made once and the tree's checksum taken again:
+    a reader that follows a link to it leaves a -shm or -wal beside it, which the checksum tells."""
+    path = context.decoy_tree / "journal" / "checkpoints.sqlite3"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE checkpoints (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL)")
+            db.execute("INSERT INTO checkpoints (task_id) VALUES ('a-decoy-row')")
+        context.decoy_digest = guards.tree_digest(context.decoy_tree)
+    return path
+
+
+def run_attack(context: Context, attack: Attack, folder: Path, guard: float = GUARD) -> dict[str, Any]:
+    """Run the kit on one hostile worker: its category, reason, the clauses named, seconds and peak memory."""
+    folder.mkdir(parents=True)
+    probe = folder / "probe.jsonl"
+    argument = attack.argument.format(
+        decoy_journal=decoy_journal(context), decoy_file=context.decoy_tree / "precious.jsonl", probe=probe
+    )
+    adapter = python_command("-m", "tests.fuzz.p1_workers", attack.name, *([argument] if argument else []))
+    report = folder / "report.json"
+    command = [
+        sys.executable, "-m", "resumekit.conformance", "run", "-q", "--report-json", str(report),
+        "--adapter", adapter, "--kind", "p1", "--only", attack.scenario, "--jobs", "1",
+    ]
+    began = time.monotonic()
+    with open(folder / "output.txt", "wb") as sink:
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env=context.env(folder / "tmp"),
+            start_new_session=True,
+        )
+        code, peak = _wait(process, guard)
+    seconds = time.monotonic() - began
+    output = (folder / "output.txt").read_text(encoding="utf-8", errors="replace")
+    document = _report(report)
+    category, reason = classify_p1(code, output, document, attack.expect, attack.clauses)
+    if attack.proof == "cp-2" and category not in ("traceback", "hang"):
+        category, reason = _judge_probe(probe, category, reason)
+    elif attack.proof and attack.proof not in _text(probe):
+        raise RuntimeError(f"the campaign itself failed: {attack.name} never fired (no {attack.proof!r} in its probe)")
+    if attack.unlock:
+        unlock(folder)
+    return {"category": category, "reason": reason, "seconds": seconds, "peakKb": peak,
+            "named": p1_clauses_named(document)}
+
+
+def _report(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _judge_probe(probe: Path, category: str, reason: str) -> tuple[str, str]:
+    """CP-2: every malformed request the worker sent got a JSON 400 ``bad_request`` with ``now_ms``."""
+    try:
+        answers = [json.loads(line) for line in probe.read_text(encoding="utf-8").splitlines()]
+    except (OSError, ValueError) as error:
+        return "unclear error", f"the attack wrote no probe ({error}): it never reached an idle claim"
+    wrong = [a for a in answers if not _bad_request(a)]
+    if wrong:
+        said = "; ".join(f"{a['sent']}: {a.get('status') or a.get('error')} {a.get('body', '')[:120]!r}" for a in wrong)
+        return "accepted wrongly", f"CP-2: {len(wrong)} of {len(answers)} malformed requests got no JSON 400: {said}"
+    return category, reason
+
+
+def _bad_request(answer: dict[str, Any]) -> bool:
+    try:
+        body = json.loads(answer.get("body", ""))
+    except ValueError:
+        return False
+    return (answer.get("status") == "400" and answer.get("contentType", "").startswith("application/json")
+            and isinstance(body, dict) and body.get("error") == "bad_request" and isinstance(body.get("now_ms"), int))
+
+
+def unlock(folder: Path) -> None:
+    """Clear what a worker made immutable or read-only below *folder*, so that it can be counted and removed."""
+    if shutil.which("chattr") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        subprocess.run(["chattr", "-R", "-f", "-i", str(folder)], capture_output=True, check=False, timeout=60)
+    for current, dirs, _ in os.walk(folder):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(Path(current, name), 0o755, follow_symlinks=False)
+
+
+def selected(only: list[str] | None) -> list[Attack]:
+    return [a for a in ATTACKS if not only or any(fnmatch.fnmatchcase(a.name, glob) for glob in only)]
+
+
+def p1_part(context: Context, tally: Tally, arguments: argparse.Namespace) -> None:
+    if sys.platform == "win32" or shutil.which("git") is None:
+        print("  p1: skipped (the attacks need POSIX FIFOs and links, and the scenarios need git)")
+        return
+    for number, attack in enumerate(selected(arguments.only)):
+        folder = context.work / "p1" / f"{number}-{attack.name}"
+        before = (tally.outside_writes, tally.orphans, tally.scratch_left, tally.unrelated_kills)
+        outcome = run_attack(context, attack, folder, arguments.p1_guard)
+        category, seconds, peak = outcome["category"], outcome["seconds"], outcome["peakKb"]
+        tally.add(category, attack.name, outcome["reason"], seconds=round(seconds, 1), scenario=attack.scenario)
+        tally.peak_kb = max(tally.peak_kb, peak)
+        _guards_after(context, tally, folder / "tmp", attack.name)
+        after = (tally.outside_writes, tally.orphans, tally.scratch_left, tally.unrelated_kills)
+        extra = dict(zip(("outsideWrites", "orphans", "scratchLeft", "unrelatedKills"),
+                         (b - a for a, b in zip(before, after, strict=True)), strict=True))
+        tally.tries.append({"attack": attack.name, "scenario": attack.scenario, "expected": _expected(attack),
+                            "category": category, "seconds": round(seconds, 1), "peakMb": round(peak / 1024),
+                            "named": outcome["named"], "reason": outcome["reason"][:300], **extra})
+        print(f"  p1: {attack.name:<28} {category:<20} {seconds:6.1f} s  {peak / 1024:5.0f} MB  "
+              f"{','.join(outcome['named'][:4]) or '-'}", flush=True)
+        if category not in BAD and not any(extra.values()):
+            shutil.rmtree(folder, ignore_errors=True)
+    print()
+    print(format_tries(tally.tries))
+
+
+def _expected(attack: Attack) -> str:
+    return "pass" if attack.expect == "pass" else "refuse: " + "/".join(attack.clauses)
+
+
+def format_tries(tries: list[dict[str, Any]]) -> str:
+    """One row per attack: what it ran, what was expected, and what the kit did."""
+    header = ["attack", "scenario", "expected", "category", "s", "peak MB", "clauses named", "outside", "orphans"]
+    rows = [[t["attack"], t["scenario"], t["expected"], t["category"], f"{t['seconds']:.0f}", str(t["peakMb"]),
+             ",".join(t["named"][:3]) or "-", str(t["outsideWrites"]), str(t["orphans"])] for t in tries]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"]
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    return "\n".join(lines)

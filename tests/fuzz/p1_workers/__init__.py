@@ -1,0 +1,58 @@
+"""Hostile P1 workers for the fuzz campaign's ``p1`` part: ``python -m tests.fuzz.p1_workers ATTACK [ARG]``.
+
+Each serves the adapter protocol as ``python -m resumekit.reference`` does, with a subclass of the
+reference worker that sabotages what the kit will read, receive or walk: its journal, its caches, its
+state directory, its workspaces, its requests, its stderr, its children. ``ATTACKS`` names them;
+``tests/fuzz/p1.py`` runs each on the scenario that meets it. ARG, where an attack takes one, is a path
+the campaign chose (a decoy outside every folder of the case, or a probe file of its own).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from resumekit.reference import adapter
+from resumekit.reference.p1 import worker as reference
+from tests.fuzz.p1_workers import _base, files, places, traffic
+
+ATTACKS: dict[str, type[reference.Worker]] = {
+    "cache-fifo": files.CacheIsAFifo,
+    "cache-directory": files.CacheIsADirectory,
+    "cache-link-to-dev-zero": files.CacheLinksToDevZero,
+    "cache-sparse-gigabyte": files.CacheIsASparseGigabyte,
+    "journal-fifo": files.JournalIsAFifo,
+    "journal-link-outside": files.JournalLinksOutside,
+    "journal-slow-view": files.CheckpointsIsASlowView,
+    "journal-null-attempt": files.NullAttempt,
+    "journal-text-attempt": files.TextAttempt,
+    "journal-blob-phase": files.BlobPhase,
+    "claim-flood": traffic.FloodsClaims,
+    "malformed-requests": traffic.SendsMalformedRequests,
+    "huge-stderr": traffic.HugeStderr,
+    "endless-stderr": traffic.EndlessStderr,
+    "git-is-a-file": places.GitIsAFile,
+    "odd-workspace-name": places.OddWorkspaceName,
+    "read-only-state": places.MakesItsStateReadOnly,
+    "full-disk": places.FillsItsDisk,
+    "orphan": places.LeavesAnOrphan,
+    "tampered-file-links-outside": places.TamperedFileLinksOutside,
+    "tampered-file-is-a-fifo": places.TamperedFileIsAFifo,
+    "tampered-file-is-a-directory": places.TamperedFileIsADirectory,
+    "fifo-in-the-sibling-decoy": places.FifoInTheSiblingDecoy,
+    "fifo-where-the-watch-looks": places.FifoWhereTheWatchLooks,
+}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[1] not in ATTACKS:
+        print(f"usage: python -m tests.fuzz.p1_workers {{{','.join(ATTACKS)}}} [ARG]", file=sys.stderr)
+        return 2
+    _base.ARGUMENTS[:] = argv[2:]
+    if hasattr(signal, "SIGXFSZ"):
+        # A write past RLIMIT_FSIZE then fails with EFBIG, as on a full disk, instead of killing the process.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    sys.stdout.reconfigure(encoding="utf-8", newline="\n")  # type: ignore[union-attr]
+    # The adapter imports the worker class when it starts a worker, from the worker module: replace it there.
+    setattr(reference, "Worker", ATTACKS[argv[1]])  # noqa: B010
+    return adapter.serve(sys.stdin, sys.stdout)

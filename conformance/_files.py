@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MAX_READ = 256 * 1024 * 1024  # bytes the kit reads from one file an implementation names
 
@@ -89,6 +90,48 @@ def sync_path(path: Path) -> None:
         os.close(fd)
 
 
+def create_in(directory: Path, name: str, data: bytes | None = None, link_to: Path | None = None) -> bool:
+    """Create *name* in a *directory* an implementation controls: a new file holding *data*, or a new link
+    to *link_to*; False (nothing written) if the directory is not a directory or the name is taken.
+
+    Nothing is followed: the directory is opened without following a link (on POSIX), the file is created
+    exclusively, so a link, a FIFO or a directory the implementation left at the name is never written
+    through, opened or blocked on."""
+    if sys.platform == "win32" or os.open not in os.supports_dir_fd:
+        return _create_plain(directory / name, data, link_to)
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if link_to is not None:
+            os.symlink(link_to, name, dir_fd=fd)
+            return True
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        file = os.open(name, flags, 0o644, dir_fd=fd)
+        with open(file, "wb") as handle:
+            handle.write(data or b"")
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _create_plain(path: Path, data: bytes | None, link_to: Path | None) -> bool:
+    if path.parent.is_symlink() or not path.parent.is_dir():
+        return False
+    try:
+        if link_to is not None:
+            os.symlink(link_to, path, target_is_directory=True)
+        else:
+            with open(path, "xb") as handle:
+                handle.write(data or b"")
+        return True
+    except OSError:
+        return False
+
+
 def scratch(prefix: str) -> Path:
     """A fresh, empty directory of the kit's own."""
     return Path(tempfile.mkdtemp(prefix=f"resumekit-{prefix}-"))
@@ -98,19 +141,23 @@ def remove(path: Path) -> None:
     """Delete a scratch tree, retrying while Windows still holds a handle of a killed process."""
 
     def writable(function: object, name: str, _: object) -> None:
-        os.chmod(name, stat.S_IWRITE)
-        if os.path.isdir(name):
-            os.rmdir(name)
+        # A process may have left an entry, or the directory holding it, without write (or read) bits:
+        # deleting an entry takes write on its directory, listing a directory read and search on it.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), stat.S_IRWXU)
+        if os.path.islink(name):
+            os.unlink(name)
+        elif os.path.isdir(name):
+            os.chmod(name, stat.S_IRWXU)
+            _rmtree(name, writable)
         else:
+            os.chmod(name, stat.S_IWRITE)
             os.unlink(name)
 
     delay = 0.01
     for _ in range(8):
         try:
-            if sys.version_info >= (3, 12):
-                shutil.rmtree(path, onexc=writable)
-            else:  # Python 3.10 and 3.11 have no onexc
-                shutil.rmtree(path, onerror=writable)
+            _rmtree(path, writable)
             return
         except FileNotFoundError:
             return
@@ -118,6 +165,13 @@ def remove(path: Path) -> None:
             time.sleep(delay)
             delay *= 2
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _rmtree(path: str | Path, handler: Any) -> None:
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=handler)
+    else:  # Python 3.10 and 3.11 have no onexc
+        shutil.rmtree(path, onerror=handler)
 
 
 @dataclass(frozen=True, slots=True)

@@ -413,12 +413,10 @@ def tree_state(root: Path, names: Sequence[str]) -> dict[str, Entry]:
                 state[relative] = ("dir",)
                 for name in names:
                     add(path / name, f"{relative}/{name}")
-            else:
-                try:
-                    content: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
-                except PermissionError:
-                    content = None  # unreadable to the kit: its size and time still tell a change
-                state[relative] = ("file", info.st_size, info.st_mtime_ns, content)
+            elif not stat.S_ISREG(info.st_mode):  # a FIFO, a device, a socket: never opened
+                state[relative] = (_file_kind(info.st_mode), info.st_mtime_ns)
+            else:  # a file unreadable to the kit still tells a change by its size and time
+                state[relative] = ("file", info.st_size, info.st_mtime_ns, content_hash(path))
         except (FileNotFoundError, NotADirectoryError):
             state.pop(relative, None)
 
@@ -439,7 +437,7 @@ def tree_digest(root: Path) -> str:
             if path.is_symlink():
                 digest.update(b"link:" + os.readlink(path).encode("utf-8"))
             else:
-                digest.update(path.read_bytes())
+                digest.update(content_hash(path).encode("ascii"))
         for name in dirs:
             digest.update(Path(current, name).relative_to(root).as_posix().encode("utf-8") + b"/\0")
     return digest.hexdigest()
@@ -458,5 +456,34 @@ def tree_entries(root: Path) -> dict[str, str]:
             elif name in dirs:
                 entries[relative] = "dir"
             else:
-                entries[relative] = "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+                entries[relative] = "file:" + content_hash(path)
     return entries
+
+
+HASH_LIMIT = 256 * 1024 * 1024  # bytes of one file the kit hashes; a larger one is told by its size
+
+
+def content_hash(path: Path) -> str:
+    """The sha256 of a regular file's bytes, read without following a link and never blocking; for a
+    FIFO, a device or a socket its kind instead (opening one could hang the kit or never end), and for a
+    file larger than ``HASH_LIMIT`` its size (a sparse file of a terabyte would take hours to read); a
+    file the kit may not open is told by why. A file that is gone raises FileNotFoundError."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # no permission, or a link put in its place since it was listed
+        return f"unreadable:{error.strerror}"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return _file_kind(info.st_mode).replace(" ", "-")
+        if info.st_size > HASH_LIMIT:
+            return f"larger-than-{HASH_LIMIT}:{info.st_size}"
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)

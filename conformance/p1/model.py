@@ -98,7 +98,9 @@ def commit_text(tree: str, parent: str, commit: Mapping[str, Any]) -> bytes:
     return (f"tree {tree}\nparent {parent}\nauthor {person}\ncommitter {person}\n\n{commit['message']}").encode()
 
 
-Entry = tuple[Any, ...]  # ("dir",), ("dir", mtime_ns) if unreadable, ("link", target), ("file", size, mtime_ns, sha256)
+# ("dir",), ("dir", mtime_ns) if unreadable, ("link", target), ("file", size, mtime_ns, sha256), and
+# (kind, mtime_ns) for a FIFO, a device or a socket
+Entry = tuple[Any, ...]
 
 
 def tree_changes(before: Mapping[str, Entry], after: Mapping[str, Entry]) -> dict[str, str]:

@@ -209,44 +209,72 @@ def _torn_length(size: int, at: int | None) -> int:
 
 
 def damage_cache(world: World, task_id: str, how: str, at: int | None = None, sweep: bool = False) -> None:
-    """Damage a task's cache as *how* names (CACHE-4); a sweep's tear at or past the cache's length is Unreached."""
+    """Damage a task's cache as *how* names (CACHE-4); a sweep's tear at or past the cache's length is Unreached.
+
+    The kit writes only by replacing a name with a file of its own, so a link, a FIFO or a directory the
+    worker left there is never written through or blocked on; a ``tasks`` folder that is not a directory
+    of the state directory is left alone (CACHE-1 then judges what the worker made)."""
     tasks = world.state_dir / "tasks"
-    path = tasks / f"{task_id}.json"
-    tasks.mkdir(exist_ok=True)
+    if not tasks.exists() and not tasks.is_symlink():
+        tasks.mkdir()
+    if tasks.is_symlink() or not tasks.is_dir():
+        return
     status, current = evidence.read_cache(world.state_dir, task_id)
     cache: dict[str, Any] = (
         dict(current) if status == "ok" and isinstance(current, dict) else {"cache_version": 1, "task_id": task_id}
     )
     # A forged later phase: a worker that believes it skips a submission or a push the journal still owes.
     ahead = dict(cache, phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
+    name, temporary = f"{task_id}.json", f".{task_id}.json.tmp"
     if how == "missing":
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+            (tasks / name).unlink()
     elif how == "torn":
-        data = path.read_bytes() if path.exists() else b'{"cache_version": 1, "phase": "claimed"}'
+        data = _current_bytes(world, tasks / name) or b'{"cache_version": 1, "phase": "claimed"}'
         if sweep and at is not None and at >= len(data):
             raise Unreached  # a tear sweep has visited every length short of the whole cache
-        path.write_bytes(data[: _torn_length(len(data), at)])
+        _put(tasks, name, data[: _torn_length(len(data), at)])
     elif how == "garbage":
-        path.write_bytes(b"\x00\xffnot json at all")
+        _put(tasks, name, b"\x00\xffnot json at all")
     elif how == "wrong_shape":
         # JSON, but not the CACHE-1 shape: most columns missing, the phase ahead of the journal.
-        path.write_bytes(canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
+        _put(tasks, name, canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
     elif how == "stale":
         cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
-        path.write_bytes(canonical_json(cache))
+        _put(tasks, name, canonical_json(cache))
     elif how == "newer":
-        path.write_bytes(canonical_json(ahead))
+        _put(tasks, name, canonical_json(ahead))
     elif how == "stray_tmp":
-        (tasks / f".{task_id}.json.tmp").write_bytes(b'{"cache_version": 1, "phase": "result_submitted"')
+        _put(tasks, temporary, b'{"cache_version": 1, "phase": "result_submitted"')
     elif how == "stray_tmp_newer":
         # A whole, well-formed temporary that was never renamed: a worker never reads it as a cache (CACHE-4).
-        (tasks / f".{task_id}.json.tmp").write_bytes(canonical_json(ahead))
+        _put(tasks, temporary, canonical_json(ahead))
     if world.layer is not None:
         # The kit's own damage is durable at once: a later power cut must not quietly repair it.
-        for entry in tasks.iterdir():
-            _files.sync_path(entry)
+        for entry in (tasks / name, tasks / temporary):
+            if entry.is_file() and not entry.is_symlink():
+                _files.sync_path(entry)
         _files.sync_path(tasks)
+
+
+def _current_bytes(world: World, path: Path) -> bytes | None:
+    """The cache's bytes if it is a regular file the kit may read (a FIFO or a link is not), else None."""
+    try:
+        return _files.read_bytes(world.state_dir, path, evidence.MAX_CACHE)
+    except _files.Refused:
+        return None
+
+
+def _put(folder: Path, name: str, data: bytes) -> None:
+    """Put a file of the kit's at *name*: written under a name the worker cannot guess, then renamed over it."""
+    staged = f".resumekit-{new_token()[:8]}"
+    if not _files.create_in(folder, staged, data):
+        return
+    try:
+        os.replace(folder / staged, folder / name)
+    except OSError:  # a directory at the name: the damage is not made, and the worker's own cache is judged
+        with contextlib.suppress(OSError):
+            (folder / staged).unlink()
 
 
 def plant(world: World, spec: Mapping[str, Any]) -> None:
@@ -306,7 +334,7 @@ def link_workspaces(world: World) -> None:
     for name in evidence.listing(world.workspace_root):
         path = world.workspace_root / name
         if name.startswith("task-") and path.is_dir() and not path.is_symlink():
-            os.symlink(world.decoy, path / "escape", target_is_directory=True)
+            _files.create_in(path, f"escape-{new_token()[:8]}", link_to=world.decoy)
 
 
 def swap_for_link(world: World, name: str) -> None:
@@ -320,8 +348,12 @@ def swap_for_link(world: World, name: str) -> None:
 
 
 def tamper(world: World) -> None:
-    """Write a file of the kit's into every workspace a worker left: it must never reach a result."""
+    """Write a file of the kit's into every workspace a worker left: it must never reach a result.
+
+    The name carries a token the worker cannot guess, and the file is created without following
+    anything, so that what a worker put in its workspace is never written through (a link out of it, a
+    FIFO, a directory)."""
     for name in evidence.listing(world.workspace_root):
         path = world.workspace_root / name
         if name.startswith("task-") and path.is_dir() and not path.is_symlink():
-            (path / "tampered-by-the-kit.txt").write_text("must never reach a result\n", encoding="utf-8")
+            _files.create_in(path, f"tampered-by-the-kit-{new_token()[:8]}.txt", b"must never reach a result\n")

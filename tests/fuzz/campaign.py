@@ -138,6 +138,17 @@ def classify_fixture(result: dict[str, Any], names: list[str]) -> tuple[str, str
     return "accepted wrongly", f"run exited {run['code']}"
 
 
+def _broken_run(code: int | None, output: str) -> tuple[str, str] | None:
+    """The category of a run that ended without a verdict (a hang, an undocumented exit, a traceback)."""
+    if code is None:
+        return "hang", "the kit outlived its guard timeout"
+    if code not in RUN_CODES:
+        return "traceback", f"exit code {code} is not documented\n{output[-1500:]}"
+    if kit_traceback(output):
+        return "traceback", output[-1500:]
+    return None
+
+
 def classify_run(
     code: int | None, output: str, document: dict[str, Any], expect: str, evidence: str = ""
 ) -> tuple[str, str]:
@@ -146,12 +157,9 @@ def classify_run(
     *expect* is "refuse" (the adapter is broken: the run must not pass, and must say why) or "pass"
     (the behaviour is allowed: the run must pass). *evidence* must appear in the reasons when given.
     """
-    if code is None:
-        return "hang", "the kit outlived its guard timeout"
-    if code not in RUN_CODES:
-        return "traceback", f"exit code {code} is not documented\n{output[-1500:]}"
-    if kit_traceback(output):
-        return "traceback", output[-1500:]
+    broken = _broken_run(code, output)
+    if broken is not None:
+        return broken
     results = document.get("results", [])
     reasons = "\n".join(
         f"{r['id']}: {r['outcome']}: {r.get('message', '')} "
@@ -189,12 +197,9 @@ def classify_p1(
     what it found: an errored case names no clause (the kit gave up, it did not judge), and a failure that
     names only other clauses points the implementer at the wrong rule.
     """
-    if code is None:
-        return "hang", "the kit outlived its guard timeout"
-    if code not in RUN_CODES:
-        return "traceback", f"exit code {code} is not documented\n{output[-1500:]}"
-    if kit_traceback(output):
-        return "traceback", output[-1500:]
+    broken = _broken_run(code, output)
+    if broken is not None:
+        return broken
     results = document.get("results", [])
     if expect == "pass":
         if code == EXIT_SUBSET and results:

@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -164,7 +165,17 @@ def remove(path: Path) -> None:
         except OSError:
             time.sleep(delay)
             delay *= 2
+            _clear_immutable(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _clear_immutable(path: Path) -> None:
+    """Linux, as root: a process may have made an entry immutable (``chattr +i``), which no mode bit undoes
+    and which stops even root from deleting it; clear the flag through the tree (chattr follows no link)."""
+    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("chattr") is None:
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["chattr", "-R", "-f", "-i", str(path)], capture_output=True, check=False, timeout=30)
 
 
 def _rmtree(path: str | Path, handler: Any) -> None:

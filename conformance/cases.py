@@ -36,6 +36,12 @@ class Case:
         """The rows of its contract's summary table this case counts towards (P1: its gates); none by default."""
         return ()
 
+    @property
+    def deadline_s(self) -> float:
+        """Seconds all the kit does for the case may take before the runner abandons it (a backstop: every
+        wait inside a case has a deadline of its own, far below this one)."""
+        return 900.0
+
     def runs_in(self, profile: str) -> bool:
         """Strict is a superset of core: a core case runs in both profiles."""
         return self.profile == "core" or profile == "strict"

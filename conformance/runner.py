@@ -5,14 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import platform
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from typing import Any, Protocol
 
 from resumekit.conformance import __version__, _process, contracts
+from resumekit.conformance._schedule import Schedule
 from resumekit.conformance.adapters import Adapter, AdapterStartError, Reply
 from resumekit.conformance.cases import Case
 from resumekit.conformance.contracts import CaseRunner, RunContext
@@ -165,21 +163,24 @@ def run(
 def _gather(
     chosen: Sequence[Case], one: Callable[[Case], CaseResult], jobs: int, reporter: Reporter
 ) -> tuple[list[CaseResult], bool]:
-    """The results of *chosen* in order, told to *reporter* as they come, and whether Ctrl-C ended the run."""
+    """The results of *chosen* in order, told to *reporter* as they come, and whether Ctrl-C ended the run.
+
+    Each case runs on a thread of a ``Schedule``, under its deadline (``Case.deadline_s``) for all the kit
+    does for it, even with one job: a case the kit cannot finish is abandoned, and the run goes on.
+    """
     results: list[CaseResult] = []
-    futures = _in_parallel(chosen, one, jobs) if jobs > 1 else []
+    schedule = Schedule(chosen, one, jobs, result_for)
     try:
         for index, case in enumerate(chosen):
             reporter.case_started(case)
-            result = futures[index].result() if futures else one(case)
+            result = schedule.result(index)
             results.append(result)
             reporter.case_finished(result)
     except KeyboardInterrupt:
         _process.kill_all()
         return results, True
     finally:  # interrupted, or a runner raised: start no further case
-        for future in futures:
-            future.cancel()
+        schedule.cancel()
     return results, False
 
 
@@ -195,45 +196,6 @@ def _run_one(
     else:
         result = by_kind[case.kind](case)
     return _timed(result, time.perf_counter() - begun)
-
-
-def _in_parallel(chosen: Sequence[Case], one: Callable[[Case], CaseResult], jobs: int) -> list[Future[CaseResult]]:
-    """Start *chosen* on up to *jobs* daemon threads; one future per case, in the order of *chosen*.
-
-    The cases of serial kinds form one unit, run in order on one thread; every other case is a unit of its
-    own, those of kinds whose single cases take longest (``Kind.first``) started first, so that the run
-    does not end waiting on one. A unit's exception fails its own future, which the caller meets in order.
-    """
-    futures: list[Future[CaseResult]] = [Future() for _ in chosen]
-    kinds = {case.kind: contracts.kind(case.kind) for case in chosen}
-    serial = {name for name, kind in kinds.items() if kind is not None and kind.serial}
-    first = {name for name, kind in kinds.items() if kind is not None and kind.first}
-    in_order = [index for index, case in enumerate(chosen) if case.kind in serial]
-    rest = [index for index, case in enumerate(chosen) if case.kind not in serial]
-    rest.sort(key=lambda index: 0 if chosen[index].kind in first else 1)  # stable: selection order within
-    units: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
-    for unit in ([in_order] if in_order else []) + [[index] for index in rest]:
-        units.put(unit)
-    workers = min(jobs, len(rest) + (1 if in_order else 0))
-
-    def work() -> None:
-        while True:
-            try:
-                unit = units.get_nowait()
-            except queue.Empty:
-                return
-            for index in unit:
-                future = futures[index]
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    future.set_result(one(chosen[index]))
-                except BaseException as error:  # handed to the caller, who meets it in order
-                    future.set_exception(error)
-
-    for number in range(workers):
-        threading.Thread(target=work, name=f"resumekit-job-{number + 1}", daemon=True).start()
-    return futures
 
 
 def _timed(result: CaseResult, seconds: float) -> CaseResult:

@@ -138,7 +138,7 @@ class Harness:
         try:
             return {"seq": seq, "result": command(request)}
         except RequestError as error:
-            return _refusal(seq, cmd, error)
+            return _refusal(seq, str(cmd), error)
         except Exception as error:
             import traceback
 

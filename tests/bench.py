@@ -244,22 +244,38 @@ def start_to_hello(repeats: int) -> None:
     print(f"start to hello (best of {runs}, through the kit's own process plumbing):")
     print(f"  bare interpreter (-I -S):      {isolated * 1e3:6.1f} ms")
     print(f"  bare interpreter answering:    {bare * 1e3:6.1f} ms   (the floor: same interpreter, site on)")
-    print(f"  reference adapter:             {ours * 1e3:6.1f} ms   {ours / bare:.2f}x the floor, "
-          f"{(ours - bare) * 1e3:+.1f} ms")
+    print(
+        f"  reference adapter:             {ours * 1e3:6.1f} ms   {ours / bare:.2f}x the floor, "
+        f"{(ours - bare) * 1e3:+.1f} ms"
+    )
 
 
 def _journal_rows(count: int) -> list[dict[str, Any]]:
     """Realistic checkpoint rows: whole attempts, each from claimed to result_submitted."""
-    phases = ("claimed", "workspace_prepared", "verification_passed", "commit_done", "result_pending",
-              "result_submitted")
+    phases = (
+        "claimed",
+        "workspace_prepared",
+        "verification_passed",
+        "commit_done",
+        "result_pending",
+        "result_submitted",
+    )
     task = json.dumps({"task_id": "t", "payload": {"files": {"a.txt": "x" * 200}}})
     rows = []
     for index in range(count):
         attempt, phase = divmod(index, len(phases))
         row: dict[str, Any] = {
-            "task_id": "task-1", "attempt": attempt + 1, "execution_digest": "d" * 64, "job_id": "job-1",
-            "repository": "repo", "base_oid": "b" * 40, "expected_branch_oid": "b" * 40, "target_branch": "main",
-            "generation": 1, "phase": phases[phase], "lease_id": f"lease-{attempt}",
+            "task_id": "task-1",
+            "attempt": attempt + 1,
+            "execution_digest": "d" * 64,
+            "job_id": "job-1",
+            "repository": "repo",
+            "base_oid": "b" * 40,
+            "expected_branch_oid": "b" * 40,
+            "target_branch": "main",
+            "generation": 1,
+            "phase": phases[phase],
+            "lease_id": f"lease-{attempt}",
         }
         if phase == 0:
             row["task"] = task
@@ -385,8 +401,10 @@ def fixture_loading(repeats: int) -> None:
         started[label] = best(
             repeats, lambda argv=argv, env=env: subprocess.run(argv, capture_output=True, check=True, env=env)
         )
-    print(f"  resumekit list (bundled golden set): {started['cached']:.3f} s cached, "
-          f"{started['no cache']:.3f} s without (target under 0.25 s)")
+    print(
+        f"  resumekit list (bundled golden set): {started['cached']:.3f} s cached, "
+        f"{started['no cache']:.3f} s without (target under 0.25 s)"
+    )
 
 
 def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, Any]]:
@@ -420,12 +438,60 @@ def certification(seed: int, full: bool) -> None:
         # Two jobs never beat the longest case; half of the one-job time is beaten only where the cases
         # mostly wait (on processes, git, loopback HTTP) rather than compute.
         floor = max(longest, one / 2)
-        print(f"  {label}: --jobs 1 {one:6.1f} s   --jobs 2 {two:6.1f} s   speed-up {one / two:.2f}x "
-              f"(max(longest case, half of --jobs 1) = {floor:.1f} s: {two / floor:.2f}x it)")
+        print(
+            f"  {label}: --jobs 1 {one:6.1f} s   --jobs 2 {two:6.1f} s   speed-up {one / two:.2f}x "
+            f"(max(longest case, half of --jobs 1) = {floor:.1f} s: {two / floor:.2f}x it)"
+        )
         print("    by kind at --jobs 1: " + ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in by_kind.items()))
         if "p1" in by_kind:
-            print(f"    P1 matrix: {by_kind['p1']:.1f} s over {sum(r['kind'] == 'p1' for r in report_one['results'])} "
-                  "scenarios at --jobs 1")
+            print(
+                f"    P1 matrix: {by_kind['p1']:.1f} s over {sum(r['kind'] == 'p1' for r in report_one['results'])} "
+                "scenarios at --jobs 1"
+            )
+
+
+def _claims(port: int, path: str, count: int) -> None:
+    """*count* empty claims, each on a new connection, as a worker sends them."""
+    import http.client
+
+    for _ in range(count):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+        connection.getresponse().read()
+        connection.close()
+
+
+def control_plane_requests(count: int, repeats: int) -> None:
+    """Empty claims per second the control plane answers, against a bare HTTP server on the same loopback."""
+    import http.server
+    import threading
+
+    from resumekit.conformance.p1.control_plane import ControlPlane
+
+    class Bare(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"task": null, "retry_after_ms": 20}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    bare = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Bare)
+    threading.Thread(target=bare.serve_forever, daemon=True).start()
+    floor = best(repeats, lambda: _claims(bare.server_address[1], "/w/w1/v1/claims", count)) / count
+    bare.shutdown()
+    bare.server_close()
+    with tempfile.TemporaryDirectory() as scratch, ControlPlane(log_path=Path(scratch) / "log.jsonl") as plane:
+        path = plane.base_url("w1")[len(f"http://127.0.0.1:{plane.port}") :] + "v1/claims"
+        ours = best(repeats, lambda: _claims(plane.port, path, count)) / count
+    print(f"control plane ({count} empty claims on new connections, best of {repeats}):")
+    print(f"  bare HTTP server (the floor): {1 / floor:8.0f} requests/s")
+    print(f"  the kit's control plane:      {1 / ours:8.0f} requests/s   {ours / floor:.2f}x the floor's time")
 
 
 def main() -> None:
@@ -455,6 +521,8 @@ def main() -> None:
     journal_inserts(arguments.rows, arguments.repeats)
     print()
     fixture_loading(arguments.repeats)
+    print()
+    control_plane_requests(500, arguments.repeats)
     print()
     certification(arguments.seed, full=not arguments.no_full)
 

@@ -136,6 +136,10 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
 
 # The broken workers that one golden scenario catches: bug -> (the scenario, its gate, the clauses).
 STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
+    # Its workspace_prepared row names a directory that is no task- name.
+    "names-workspaces-freely": ("p1-capture-completes", "RESUME_FROM_CHECKPOINT", frozenset({"WRK-4"})),
+    # Idle with the attempt at verification_passed and its lease ACTIVE: the task never converges.
+    "gives-up-holding-its-lease": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"OUT-2"})),
     # Idle, it asks for work again at once although each empty answer says to wait 20 ms.
     "claims-in-a-hurry": ("p1-idle-worker-waits-between-claims", "WORKER_RESTART_RESUME", frozenset({"WRK-3"})),
     # Blocked after the verification_passed row, the cache already shows it: it was written before the row.

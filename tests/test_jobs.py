@@ -192,6 +192,45 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
     ]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_case_past_its_deadline_is_abandoned_its_processes_ended_and_the_run_goes_on(jobs: int) -> None:
+    import dataclasses
+    import sys
+    import threading
+
+    from resumekit.conformance._process import LineProcess
+
+    crash = fixtures.load_suite().select("strict", kinds=["crash"])[:3]
+    base = type(crash[0])
+
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    class Quick(base):  # type: ignore[valid-type,misc]
+        @property
+        def deadline_s(self) -> float:
+            return 0.5
+
+    cases = [Quick(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)}) for c in crash]
+    never = threading.Event()
+    started: list[LineProcess] = []
+
+    def hangs_on_the_second(case: fixtures.Case) -> CaseResult:
+        if case.id == cases[1].id:
+            started.append(LineProcess([sys.executable, "-c", "import time; time.sleep(120)"]))
+            never.wait()  # the kit's own work that never ends
+        return runner.result_for(case, Outcome.PASSED)
+
+    adapter = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
+    adapter.implementation = adapter.implementation.__class__(
+        name="reference", version="", language="python", capabilities=contracts.kind("crash").capabilities,  # type: ignore[union-attr]
+        profiles=("core", "strict"),
+    )  # fmt: skip
+    run = runner.run(cases, adapter, profile="strict", runners={"crash": hangs_on_the_second}, jobs=jobs)
+    assert [r.outcome for r in run.results] == [Outcome.PASSED, Outcome.ERRORED, Outcome.PASSED]
+    assert "did not end within its deadline of 0.5 s" in (run.results[1].message or "")
+    (process,) = started
+    assert process.wait(10) is not None  # ended with its case, not left to run on
+
+
 @pytest.mark.parametrize("option", ["--badge", "--report-html", "-o"])
 def test_merge_refuses_an_output_it_cannot_write_before_it_reads_a_shard(option: str, tmp_path: Path) -> None:
     shard = tmp_path / "shard1.json"  # never read: the outputs are checked first

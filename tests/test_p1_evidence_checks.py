@@ -10,6 +10,7 @@ from typing import Any
 
 from resumekit.conformance.p1 import evidence_checks as checks
 from resumekit.conformance.p1 import model
+from resumekit.conformance.p1.canonical import result_hash
 from resumekit.conformance.p1.evidence import COLUMNS
 
 
@@ -100,8 +101,49 @@ def test_the_second_workers_journal_is_checked_and_its_outcome_judged() -> None:
     expect = {"task": {"second_worker": {"final": "result_submitted", "attempts": 1}}}
     found = checks.outcome_checks(expect, {"task": "t-1"}, ev)
     assert [(m.clause, m.pointer) for m in found] == [("FPT-4", "/expect/task/second_worker/final")]
-    broken = dataclasses.replace(ev, second_rows=[_row(1, 1, "workspace_prepared", workspace="t")])
+    broken = dataclasses.replace(ev, second_rows=[_row(1, 1, "workspace_prepared", workspace="task-t")])
     assert [(m.clause, m.pointer[:15]) for m in checks.second_worker_checks(broken)] == [("PHASE-2", "/second-worker/")]
+
+
+def test_an_attempt_left_holding_its_lease_at_idle_is_told_as_out_2_beside_fpt_4() -> None:
+    rows = [_row(1, 1, "claimed"), _row(2, 1, "verification_passed")]
+    expect = {"task": {"final": "result_submitted"}}
+    active = [{"lease_id": "lease-1", "state": "ACTIVE"}]
+    held = dataclasses.replace(_evidence(rows), idle=True, leases=active)
+    found = checks.outcome_checks(expect, {"task": "t-1"}, held)
+    assert [(m.clause, m.pointer) for m in found] == [("FPT-4", "/expect/task/final"), ("OUT-2", "/expect/task/idle")]
+    # Not idle, the lease not held, or lost once (a revived lease is not the worker's to keep): FPT-4 alone.
+    lost = [{"kind": "lease", "event": "expired", "lease": {"lease_id": "lease-1", "state": "EXPIRED"}}]
+    for ev in (dataclasses.replace(held, idle=False), dataclasses.replace(held, leases=()),
+               dataclasses.replace(held, lease_log=lost)):
+        assert _clauses(checks.outcome_checks(expect, {"task": "t-1"}, ev)) == ["FPT-4"]
+    # A converged task says nothing of its lease here (LEASE-5 does).
+    done = dataclasses.replace(held, rows=[*rows, _row(3, 1, "result_submitted")])
+    assert checks.outcome_checks(expect, {"task": "t-1"}, done) == []
+
+
+def test_a_workspace_prepared_row_names_a_task_directory_right_under_the_root() -> None:
+    def clauses(name: object) -> list[str | None]:
+        return _clauses(checks.journal_checks([_row(1, 1, "claimed"), _row(2, 1, "workspace_prepared",
+                                                                            workspace=name)], ()))
+
+    assert clauses("task-t-1-1-0a1b2c3d") == []
+    assert clauses(None) == clauses("") == clauses(7) == ["JNL-2"]
+    for odd in ("- odd name", "tasks", "task-a/../../b", "task-a\\b", "task-a\0"):
+        assert clauses(odd) == ["WRK-4"], odd
+
+
+def test_the_rows_of_each_phase_fill_what_jnl_2_says() -> None:
+    body = '{"a":1}'
+    good = {"result_body": body, "result_hash": result_hash({"a": 1})}
+    rows = [_row(1, 1, "claimed"), _row(2, 1, "workspace_prepared", workspace="task-1"),
+            _row(3, 1, "verification_passed"), _row(4, 1, "source_capture_done", **good),
+            _row(5, 1, "result_pending", idempotency_key="k", **good)]
+    assert checks.journal_checks(rows, ()) == []
+    for column, value in (("result_body", '{"a": 1}'), ("result_body", None), ("result_hash", "0" * 64),
+                          ("idempotency_key", None)):
+        broken = [*rows[:4], {**rows[4], column: value}]
+        assert _clauses(checks.journal_checks(broken, ())) == ["JNL-2"], (column, value)
 
 
 def test_the_journal_model_judges_plain_values() -> None:
@@ -253,6 +295,9 @@ def test_a_claim_sooner_than_retry_after_ms_after_an_empty_one_fails_wrk_3() -> 
     (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", 2.0, True), ("w1", 4.5, True)))
     assert found.clause == "WRK-3" and found.pointer == "/workers/w1/claims" and found.actual == 2.0
     assert "2 claim(s) came sooner than retry_after_ms (20 ms)" in (found.note or "")
+    # Two threads claiming at once: logged as answered, one arrived before the one logged ahead of it.
+    (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", 3.0, True), ("w1", 1.0, True)))
+    assert found.actual == 0.0 and "1 of them while an earlier one was still being answered" in (found.note or "")
 
 
 def test_a_claim_whose_arrival_went_unrecorded_is_not_taken_as_paced() -> None:
@@ -311,3 +356,50 @@ def test_the_failpoints_beside_the_rows_name_the_latest_row() -> None:
     assert checks.failpoint_state("before_release", [*pending, _fp_row(3, "result_submitted")]) is None
     assert checks.failpoint_state("before_receipt", []) is not None  # absent evidence never passes
     assert checks.failpoint_state("cleanup_before_remove", []) is None  # "unchanged": attested, documented
+
+
+# -- checks of what the control plane and the origin saw, each shown to fail ---------------------------------
+
+
+def test_side_effects_fail_on_a_second_push_two_keys_two_bodies_a_shared_key_and_a_wrong_stored_result() -> None:
+    push = {"repository": "acme/w", "ref": "refs/heads/main", "accepted": True}
+    ev = _evidence([], pushes=[push, {**push, "accepted": False}])
+    assert _clauses(checks.side_effect_checks(ev)) == ["COMMIT-3"]
+    assert _clauses(checks.side_effect_checks(dataclasses.replace(_evidence([]), commits={"t-1": ["c1", "c2"]}))) == [
+        "COMMIT-3"
+    ]
+    sent = {"task_id": "t-1", "attempt": 1, "key": "k1", "result_hash": "h1", "status": 201}
+    assert checks.side_effect_checks(_evidence([], [sent])) == []
+    assert _clauses(checks.side_effect_checks(_evidence([], [sent, {**sent, "key": "k2"}]))) == ["KEY-1"]
+    assert _clauses(checks.side_effect_checks(_evidence([], [sent, {**sent, "result_hash": "h2"}]))) == ["SUB-4"]
+    assert _clauses(checks.side_effect_checks(_evidence([], [sent, {**sent, "attempt": 2}]))) == ["KEY-1"]
+    body = {"kind": "source_capture"}
+    stored = {"t-1": {"stored": {"result_hash": "0" * 64, "result": {}}}}
+    wrong = dataclasses.replace(_evidence([]), tasks=stored, expected={"t-1": body})
+    assert _clauses(checks.side_effect_checks(wrong)) == ["TASK-2"]
+    right = {"t-1": {"stored": {"result_hash": result_hash(body), "result": body}}}
+    assert checks.side_effect_checks(dataclasses.replace(wrong, tasks=right)) == []
+
+
+def test_result_submitted_needs_a_2xx_answer_to_its_key_or_an_exact_match() -> None:
+    row = _row(3, 1, "result_submitted", idempotency_key="k1", result_hash="h1")
+    # No submission and nothing stored: the row rests on nothing the control plane holds.
+    assert _clauses(checks.submitted_backing(_evidence([row]))) == ["SUB-7"]
+    refused = {"task_id": "t-1", "attempt": 1, "key": "k1", "result_hash": "h1", "status": 409}
+    assert _clauses(checks.submitted_backing(_evidence([row], [refused]))) == ["SUB-7"]
+    assert checks.submitted_backing(_evidence([row], [{**refused, "status": 201}])) == []
+    exact = dataclasses.replace(_evidence([row]), tasks={"t-1": {"stored": {"attempt": 1, "result_hash": "h1"}}})
+    assert checks.submitted_backing(exact) == []
+    other = dataclasses.replace(exact, tasks={"t-1": {"stored": {"attempt": 2, "result_hash": "h1"}}})
+    assert _clauses(checks.submitted_backing(other)) == ["SUB-7"]
+
+
+def test_the_tool_must_announce_itself_in_a_task_workspace_and_the_watch_names_every_change() -> None:
+    root = "/scratch/workspaces"
+    assert _clauses(checks.tool_problems([], root)) == ["ADP-2"]  # never announced: the watch proves nothing
+    assert checks.tool_problems([{"cwd": f"{root}/task-t-1-1-ab"}], root) == []
+    for cwd in (None, "/elsewhere/task-x", f"{root}/odd", f"{root}/task-x/deeper"):
+        assert _clauses(checks.tool_problems([{"cwd": cwd}], root)) == ["ADP-2"], cwd
+    assert checks.watch_problems({}) == []
+    (found,) = checks.watch_problems({f"task-{n}/f": "changed" for n in range(10)})
+    assert found.clause == "WRK-5" and "10 path(s)" in (found.note or "") and "and 2 more" in (found.note or "")

@@ -32,14 +32,15 @@ _LIVE: set[LineProcess] = set()
 _LIVE_LOCK = threading.Lock()
 
 
-def kill_all() -> int:
+def kill_all(owner: int | None = None) -> int:
     """End the tree of every process the kit started and has not ended yet; return how many.
 
-    Safe to call from a signal handler: it only sends kills (SIGKILL to each group, or terminates
-    each job), and never waits.
+    With *owner* (a thread's ident), only the processes that thread started: those of one case the runner
+    abandoned, while the other cases' processes run on. Safe to call from a signal handler: it only sends
+    kills (SIGKILL to each group, or terminates each job), and never waits.
     """
     with _LIVE_LOCK:
-        live = list(_LIVE)
+        live = [process for process in _LIVE if owner is None or process.owner == owner]
     ended = 0
     for process in live:
         # A process already reaped may have given its pid (its group id) to a stranger: leave it.
@@ -108,6 +109,7 @@ class LineProcess:
         self._stderr = _Tail(self._popen.stderr)
         self._stderr_settled = False
         self._writer_lock = threading.Lock()
+        self.owner = threading.get_ident()  # the thread that started it: a case's, for kill_all(owner)
         with _LIVE_LOCK:
             _LIVE.add(self)
 

@@ -29,6 +29,12 @@ class ScenarioCase(Case):
         """The gates the scenario counts towards (docs/spec/p1.md, section 17)."""
         return self.gates
 
+    @property
+    def deadline_s(self) -> float:
+        """The kit's waits on the worker end within 120 s (``world.SCENARIO_BUDGET``); reading what it left,
+        each file capped and each query under its own deadline, takes far less than the rest."""
+        return 300.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MatrixCase(ScenarioCase):
@@ -46,6 +52,11 @@ class MatrixCase(ScenarioCase):
 
     kind = "p1-campaign"
 
+    @property
+    def deadline_s(self) -> float:
+        """A run per point it may visit and per crash, each given far more than an honest one takes."""
+        return 300.0 + 30.0 * self.limit * max(1, self.crashes)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SoakCase(ScenarioCase):
@@ -59,3 +70,8 @@ class SoakCase(ScenarioCase):
     budget: float
 
     kind = "p1-campaign"
+
+    @property
+    def deadline_s(self) -> float:
+        """Its own budget (the shrinking of a failure included), and a scenario's deadline beyond it."""
+        return self.budget + 300.0

@@ -39,7 +39,15 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
     for task_id, row in sorted(last_of.items()):
         status, cache = ev.caches.get(task_id, ("absent", None))
         if status == "unreadable":
-            found.append(_m("CACHE-1", f"/caches/{task_id}", "a regular JSON file", cache, "the cache is not a file"))
+            found.append(
+                _m(
+                    "CACHE-1",
+                    f"/caches/{task_id}",
+                    "a regular JSON file",
+                    cache,
+                    "the cache is not a regular JSON file the kit can read (what it found instead is told)",
+                )
+            )
             continue
         want = {"cache_version": 1, **{name: row[name] for name in COLUMNS}}
         if status != "ok" or not isinstance(cache, dict) or {k: cache.get(k) for k in want} != want:
@@ -72,6 +80,8 @@ def _task_outcome(
     """One task's expected outcome; *mine* holds the rows of each of its attempts, in order."""
     final = mine[-1] if mine else []
     found = _final_outcome(where, outcome, final[-1] if final else None)
+    if found and final:
+        found += _held_at_idle(where, final[-1], ev)
     found += _control_plane_outcome(task_id, where, outcome, ev)
     if "attempts" in outcome and len(mine) != outcome["attempts"]:
         found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine), "attempts with rows"))
@@ -117,6 +127,32 @@ def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None) -> 
             )
         )
     return found
+
+
+def _held_at_idle(where: str, last: Row, ev: Evidence) -> list[Mismatch]:
+    """OUT-2, told beside a task that did not converge: the worker said idle while the final attempt, not
+    terminal, still held a lease that was never lost (LEASE-4), so the attempt was not abandoned either."""
+    if not ev.idle or last["phase"] in TERMINAL:
+        return []
+    lease_id = last["lease_id"]
+    lost = any(
+        entry["kind"] == "lease"
+        and entry["lease"].get("lease_id") == lease_id
+        and (entry["event"] == "revived" or entry["lease"].get("state") != "ACTIVE")
+        for entry in ev.lease_log
+    )
+    held = any(lease.get("lease_id") == lease_id and lease.get("state") == "ACTIVE" for lease in ev.leases)
+    if lost or not held:
+        return []
+    return [
+        _m(
+            "OUT-2",
+            f"{where}/idle",
+            "every attempt terminal or abandoned",
+            {"task_id": last["task_id"], "attempt": last["attempt"], "phase": last["phase"], "lease": "ACTIVE"},
+            "the worker said idle while this attempt, neither terminal nor abandoned, still held its lease",
+        )
+    ]
 
 
 def _control_plane_outcome(task_id: str, where: str, outcome: Mapping[str, Any], ev: Evidence) -> list[Mismatch]:
@@ -176,13 +212,33 @@ def _second_outcome(task_id: str, where: str, outcome: Mapping[str, Any], rows: 
     last = mine[-1][-1] if mine else None
     found = []
     if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
-        found.append(_m("FPT-4", f"{where}/final", outcome["final"], last["phase"] if last else None,
-                        "the task's final attempt in the second worker's journal ended elsewhere"))
+        found.append(
+            _m(
+                "FPT-4",
+                f"{where}/final",
+                outcome["final"],
+                last["phase"] if last else None,
+                "the task's final attempt in the second worker's journal ended elsewhere",
+            )
+        )
     if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
-        found.append(_m("PHASE-4", f"{where}/reason", outcome["reason"], last["reason"] if last else None,
-                        "another reconciliation reason in the second worker's journal"))
+        found.append(
+            _m(
+                "PHASE-4",
+                f"{where}/reason",
+                outcome["reason"],
+                last["reason"] if last else None,
+                "another reconciliation reason in the second worker's journal",
+            )
+        )
     if "attempts" in outcome and len(mine) != outcome["attempts"]:
-        found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine),
-                        "attempts with rows in the second worker's journal"))
+        found.append(
+            _m(
+                "SCOPE-1",
+                f"{where}/attempts",
+                outcome["attempts"],
+                len(mine),
+                "attempts with rows in the second worker's journal",
+            )
+        )
     return found
-

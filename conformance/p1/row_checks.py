@@ -120,9 +120,28 @@ def _row_fill(row: Row, where: str) -> list[Mismatch]:
         problems.append(
             _m("JNL-2", f"{where}/commit_oid", "the governed commit", None, "commit_done carries no commit")
         )
+    if phase == "workspace_prepared":
+        problems += _workspace_name(row["workspace"], f"{where}/workspace")
     if phase == "reconciliation_required" and not row["reason"]:
         problems.append(_m("PHASE-4", f"{where}/reason", "a reason", None, "reconciliation_required carries no reason"))
     return problems
+
+
+def _workspace_name(name: object, where: str) -> list[Mismatch]:
+    """JNL-2 and WRK-4: a workspace_prepared row names its workspace, a ``task-`` directory right under the root."""
+    if not isinstance(name, str) or not name:
+        return [_m("JNL-2", where, "the workspace's name", name, "a workspace_prepared row names no workspace")]
+    if not name.startswith("task-") or any(bad in name for bad in ("/", "\\", "\0")):
+        return [
+            _m(
+                "WRK-4",
+                where,
+                "a name starting with 'task-', of a directory right under the workspace root",
+                name,
+                "the workspace is not a task- directory of the root",
+            )
+        ]
+    return []
 
 
 def reuse_checks(rows: Sequence[Row]) -> list[Mismatch]:

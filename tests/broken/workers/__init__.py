@@ -16,6 +16,8 @@ from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
     FollowsLinksInCleanup,
+    GivesUpHoldingItsLease,
+    NamesWorkspacesFreely,
     NoRecoveryCap,
     ResumesInOldWorkspace,
     TrustsTheCheckedType,
@@ -187,6 +189,11 @@ ATTACK_BUGS["renews-by-the-local-clock"] = (
 ATTACK_BUGS["takes-the-phase-from-the-cache"] = (
     TakesThePhaseFromTheCache,
     "at startup, takes an open attempt's phase from its cache where it disagrees with the journal (CACHE-4)",
+)
+ATTACK_BUGS["names-workspaces-freely"] = (NamesWorkspacesFreely, "names its workspaces ws-... (WRK-4)")
+ATTACK_BUGS["gives-up-holding-its-lease"] = (
+    GivesUpHoldingItsLease,
+    "drops an attempt whose git command failed and goes idle with its lease ACTIVE (OUT-2)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

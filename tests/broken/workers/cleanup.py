@@ -1,5 +1,5 @@
-"""Broken workers of startup cleanup and resumption: links followed, boundaries misread, old workspaces kept
-(CLEAN, RESUME)."""
+"""Broken workers of startup cleanup, resumption and workspaces: links followed, boundaries misread, old
+workspaces kept (CLEAN, RESUME), workspaces misnamed (WRK-4) or given up on with their lease held (OUT-2)."""
 
 from __future__ import annotations
 
@@ -162,3 +162,34 @@ class ClaimsBeforeResuming(_Tracked):
             if isinstance(task, dict) and isinstance(lease, dict):
                 self._early = (task, lease)
         super()._resume(attempt, count_recovery=count_recovery)
+
+
+def _prepare_without_prefix(root: Path, task: Any) -> str:
+    """A workspace named after its task alone, ``ws-<task_id>-<attempt>``: no ``task-`` name (WRK-4)."""
+    name = f"ws-{task['task_id']}-{task['attempt']}-{os.urandom(4).hex()}"
+    (root / name).mkdir()
+    git.run(["clone", "--quiet", "--no-checkout", "--template=", "--config", "core.autocrlf=false",
+             str(task["origin_url"]), str(root / name)], cwd=root)
+    git.run(["checkout", "--quiet", "--detach", str(task["base_oid"])], cwd=root / name)
+    return name
+
+
+class NamesWorkspacesFreely(reference.Worker):
+    """Names each workspace ``ws-...`` instead of ``task-...`` (WRK-4)."""
+
+    def run(self) -> int:
+        with _patched(git, "prepare_workspace", _prepare_without_prefix):
+            return super().run()
+
+
+def _capture_fails(path: Path, base: str) -> Any:
+    raise git.GitError(f"git ls-tree in {path.name} failed (made to fail)")
+
+
+class GivesUpHoldingItsLease(reference.Worker):
+    """When the capture's git command fails, drops the attempt and goes idle without a row, a report or a
+    release: the attempt is neither terminal nor abandoned, and its lease stays ACTIVE (OUT-2)."""
+
+    def run(self) -> int:
+        with _patched(git, "capture_files", _capture_fails):
+            return super().run()

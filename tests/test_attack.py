@@ -234,6 +234,13 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "CHECKPOINT_SCOPE_ISOLATION",
         frozenset({"SCOPE-7"}),
     ),
+    # The restart finds attempt 1's lease revived by the replay and submits for it, although the first process
+    # was told the lease was lost (LEASE-4, a clause of that gate).
+    "forgets-abandonments-at-restart": (
+        "p1-abandoned-attempt-revived-before-a-restart-gets-nothing",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"LEASE-4"}),
+    ),
     # Run as a new attempt, the conflicting identity gets a workspace, a capture and a submission.
     "ignores-identity-conflicts": (
         "p1-strict-capture-attempt-served-with-another-digest-is-an-identity-conflict",

@@ -47,6 +47,7 @@ from tests.broken.workers.processes import (
     LeavesTheToolInItsGroup,
 )
 from tests.broken.workers.scope import (
+    ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
     IgnoresSupersededAttempts,
     ReusesAcrossGenerations,
@@ -187,6 +188,10 @@ ATTACK_BUGS["renews-by-the-local-clock"] = (
 ATTACK_BUGS["takes-the-phase-from-the-cache"] = (
     TakesThePhaseFromTheCache,
     "at startup, takes an open attempt's phase from its cache where it disagrees with the journal (CACHE-4)",
+)
+ATTACK_BUGS["forgets-abandonments-at-restart"] = (
+    ForgetsAbandonmentsAtRestart,
+    "remembers a lost lease in one process only, so a restart uses the lease a replayed delivery revived (LEASE-4)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

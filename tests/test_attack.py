@@ -241,6 +241,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "LEASE_RENEWAL_RECOVERY",
         frozenset({"LEASE-4"}),
     ),
+    # Attempt 1 is left at commit_done, not ended in reconciliation_required (lease_not_converged) by idle.
+    "abandons-at-the-pending-boundary": (
+        "p1-commit-lease-lost-at-the-pending-boundary-does-not-converge",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"COMMIT-4"}),
+    ),
     # Run as a new attempt, the conflicting identity gets a workspace, a capture and a submission.
     "ignores-identity-conflicts": (
         "p1-strict-capture-attempt-served-with-another-digest-is-an-identity-conflict",

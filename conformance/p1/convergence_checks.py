@@ -33,6 +33,7 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
                     "a terminal attempt still holds its lease at idle",
                 )
             )
+    found += _commit_left_open(groups)
     last_of: dict[str, Row] = {}
     for row in ev.rows:
         last_of[row["task_id"]] = row
@@ -53,6 +54,24 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
                 )
             )
     return found
+
+
+def _commit_left_open(groups: Mapping[tuple[Any, ...], Sequence[Row]]) -> list[Mismatch]:
+    """COMMIT-4: an attempt whose governed commit is recorded is never abandoned (LEASE-4 abandons only before
+    ``commit_done`` or at ``result_pending``), so at idle none has ``commit_done`` as its last row: the worker
+    claims the next attempt only after this one is terminal or abandoned (WRK-2), and a restart resumes it first
+    (RESUME-1)."""
+    return [
+        _m(
+            "COMMIT-4",
+            f"/journal/{ident[0]}/{ident[1]}/last",
+            ["result_pending", "reconciliation_required"],
+            "commit_done",
+            "an attempt with its governed commit recorded was left without the convergence check's outcome at idle",
+        )
+        for ident, group in groups.items()
+        if group[-1]["phase"] == "commit_done"
+    ]
 
 
 def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:
@@ -78,6 +97,10 @@ def _task_outcome(
     found += _side_effect_counts(task_id, where, outcome, ev)
     if isinstance(outcome.get("second_worker"), Mapping):
         found += _second_outcome(task_id, f"{where}/second_worker", outcome["second_worker"], ev.second_rows)
+    if "ended" in outcome:
+        ended = [_ending(group[-1]) for group in mine]
+        if ended != list(outcome["ended"]):
+            found.append(_m("FPT-4", f"{where}/ended", list(outcome["ended"]), ended, "where each attempt ended"))
     if "reused" in outcome:
         reused = any(row["reused_from"] is not None for row in final)
         if reused != outcome["reused"]:
@@ -91,6 +114,11 @@ def _task_outcome(
                 )
             )
     return found
+
+
+def _ending(last: Row) -> str:
+    """An attempt's last row as ``ended`` names it: the phase, and a reconciliation's reason after ': '."""
+    return f"{last['phase']}: {last['reason']}" if last["phase"] == "reconciliation_required" else str(last["phase"])
 
 
 def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None) -> list[Mismatch]:

@@ -21,6 +21,7 @@ from tests.broken.workers.cleanup import (
     TrustsTheCheckedType,
 )
 from tests.broken.workers.commit import (
+    AbandonsAtThePendingBoundary,
     CreatesARefOnTheOrigin,
     ForcesAfterARefusedPush,
     IgnoresLostLease,
@@ -192,6 +193,10 @@ ATTACK_BUGS["takes-the-phase-from-the-cache"] = (
 ATTACK_BUGS["forgets-abandonments-at-restart"] = (
     ForgetsAbandonmentsAtRestart,
     "remembers a lost lease in one process only, so a restart uses the lease a replayed delivery revived (LEASE-4)",
+)
+ATTACK_BUGS["abandons-at-the-pending-boundary"] = (
+    AbandonsAtThePendingBoundary,
+    "abandons without a row a commit attempt whose lease is lost just before result_pending (COMMIT-4)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

@@ -266,6 +266,18 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "CHECKPOINT_DURABLE_WRITE",
         frozenset({"JNL-8"}),
     ),
+    # Stopped while blocked before its push, it pushes at the renewal it did not stop at, then exits.
+    "stops-only-before-rows": (
+        "p1-orderly-stop-before-the-push-pushes-nothing-until-the-restart",
+        "WORKER_RESTART_RESUME",
+        frozenset({"RESUME-5"}),
+    ),
+    # It exits non-zero as JNL-8 asks, but the marker its exit path should have written is absent.
+    "leaves-no-marker-on-a-fatal-exit": (
+        "p1-strict-disk-journal-fsync-eio-is-fatal",
+        "CHECKPOINT_DURABLE_WRITE",
+        frozenset({"JNL-8"}),
+    ),
     # Every request and row is the reference's; only the origin read after the last step shows the target
     # branch back at the base, not at the commit the origin's hook let land (COMMIT-3, a clause of that gate).
     "resets-the-branch-after-its-commit": (

@@ -51,6 +51,8 @@ class Evidence:
     # leases revived after the control plane told a worker they were lost, each with what that worker's journal
     # then did for the lease's attempt (LEASE-4; log_views.revived_after_loss)
     revivals: Sequence[Mapping[str, Any]] = ()
+    # each orderly stop of a blocked or idle worker, with the governed side effects before it exited (RESUME-5)
+    stopped: Sequence[Mapping[str, Any]] = ()
     second_rows: Sequence[Row] = ()  # the journal of a scenario's second worker, if it has one
     second_snapshots: Sequence[Snapshot] = ()
     # The origins once the last step is done (CP-17, COMMIT-3): repository -> every ref it holds -> the object

@@ -146,3 +146,26 @@ def _note_push(
             "journal"
         ]:
             revival["governed"].append({"endpoint": "push", "ref": entry.get("ref"), "new": entry.get("new")})
+
+
+def effects_after_stops(log: Sequence[Mapping[str, Any]], stops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For each orderly stop of a blocked or idle worker (``worker``, and the log's length ``from`` the stop ``to``
+    the exit), the governed side effects in between: its submissions and receipts, and the pushes that reached an
+    origin while no other worker made a request (the origin does not know the worker; RESUME-5)."""
+    found = []
+    for stop in stops:
+        window = log[stop["from"] : stop["to"]]
+        requests = [e for e in window if e.get("kind") == "request"]
+        alone = all(e.get("worker") in (None, stop["worker"]) for e in requests)  # None: the origin's hook
+        governed = [
+            {"endpoint": e.get("endpoint"), "path": e.get("path"), "status": e.get("status")}
+            for e in requests
+            if e.get("worker") == stop["worker"] and e.get("endpoint") in ("result", "receipt")
+        ]
+        governed += [
+            {"endpoint": "push", "ref": e.get("ref"), "new": e.get("new")}
+            for e in window
+            if alone and e.get("kind") == "moment" and e.get("check") == "push"
+        ]
+        found.append({"worker": stop["worker"], "governed": governed})
+    return found

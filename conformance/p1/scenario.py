@@ -185,6 +185,7 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: Mapping[str, str]) -
         strict=profile == "strict",
         deliveries=_faulty_deliveries(control.log()),
         revivals=log_views.revived_after_loss(control.log()),
+        stopped=log_views.effects_after_stops(control.log(), drive.stops),
         kit_calls=_kit_calls(control.log()),
         second_rows=second_rows,
         second_snapshots=tuple(world.second_snapshots),

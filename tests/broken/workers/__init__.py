@@ -34,6 +34,7 @@ from tests.broken.workers.durability import (
     ChangesTheJournalModeUnreported,
     ForgetsItsClaim,
     IgnoresDiskErrors,
+    LeavesNoMarkerOnAFatalExit,
     SkipsTheCacheRebuild,
     SynchronousNormal,
     TakesThePhaseFromTheCache,
@@ -46,6 +47,7 @@ from tests.broken.workers.processes import (
     IgnoresTheTool,
     LeavesADaemon,
     LeavesTheToolInItsGroup,
+    StopsOnlyBeforeRows,
 )
 from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
@@ -197,6 +199,14 @@ ATTACK_BUGS["forgets-abandonments-at-restart"] = (
 ATTACK_BUGS["abandons-at-the-pending-boundary"] = (
     AbandonsAtThePendingBoundary,
     "abandons without a row a commit attempt whose lease is lost just before result_pending (COMMIT-4)",
+)
+ATTACK_BUGS["stops-only-before-rows"] = (
+    StopsOnlyBeforeRows,
+    "honours a stop only before a row: stopped while blocked before its push, it pushes, then exits (RESUME-5)",
+)
+ATTACK_BUGS["leaves-no-marker-on-a-fatal-exit"] = (
+    LeavesNoMarkerOnAFatalExit,
+    "exits non-zero after a disk error without writing the orderly-exit marker (JNL-8)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

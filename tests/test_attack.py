@@ -272,6 +272,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKER_RESTART_RESUME",
         frozenset({"RESUME-5"}),
     ),
+    # The stale attempt's reconciliation_required row is never reported, so the task stays RUNNING.
+    "leaves-the-fences-unreported": (
+        "p1-strict-stale-generation-is-fenced-by-the-worker",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"PHASE-4"}),
+    ),
     # It exits non-zero as JNL-8 asks, but the marker its exit path should have written is absent.
     "leaves-no-marker-on-a-fatal-exit": (
         "p1-strict-disk-journal-fsync-eio-is-fatal",

@@ -53,6 +53,8 @@ class Evidence:
     revivals: Sequence[Mapping[str, Any]] = ()
     # each orderly stop of a blocked or idle worker, with the governed side effects before it exited (RESUME-5)
     stopped: Sequence[Mapping[str, Any]] = ()
+    # every report the control plane received, in log order: task_id, attempt, state, reason (PHASE-4, CP-11)
+    reports: Sequence[Mapping[str, Any]] = ()
     second_rows: Sequence[Row] = ()  # the journal of a scenario's second worker, if it has one
     second_snapshots: Sequence[Snapshot] = ()
     # The origins once the last step is done (CP-17, COMMIT-3): repository -> every ref it holds -> the object

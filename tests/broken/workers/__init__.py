@@ -53,6 +53,7 @@ from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
     IgnoresSupersededAttempts,
+    LeavesTheFencesUnreported,
     ReusesAcrossGenerations,
     ReusesCommitDoneAcrossBindings,
 )
@@ -207,6 +208,10 @@ ATTACK_BUGS["stops-only-before-rows"] = (
 ATTACK_BUGS["leaves-no-marker-on-a-fatal-exit"] = (
     LeavesNoMarkerOnAFatalExit,
     "exits non-zero after a disk error without writing the orderly-exit marker (JNL-8)",
+)
+ATTACK_BUGS["leaves-the-fences-unreported"] = (
+    LeavesTheFencesUnreported,
+    "writes identity_conflict and stale_generation rows but never reports them to the control plane (PHASE-4)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

@@ -113,3 +113,14 @@ class ForgetsAbandonmentsAtRestart(_Tracked):
             self.lost_here.add((attempt.first.task_id, attempt.first.attempt, attempt.lease_id))
         attempt.lost = False  # so that the reference records nothing in the journal
         super()._abandon(attempt, why)
+
+
+class LeavesTheFencesUnreported(_Tracked):
+    """Writes the rows of SCOPE-6 and LEASE-6 but never reports them: a fence is taken for no reconciliation of
+    the control plane's concern (PHASE-4)."""
+
+    def _finish(self, attempt: reference.Attempt) -> None:
+        if attempt.last.reason in ("identity_conflict", "stale_generation"):
+            self._release(attempt.lease_id)
+            return
+        super()._finish(attempt)

@@ -362,6 +362,7 @@ export class Worker {
     const phase = att.last.phase;
     if (phase === "commit_done") {
       await this.reconcile(att, "lease_not_converged");
+      await this.finishTerminal(att); // PHASE-4: reported, then released, like every reconciliation
       return;
     }
     if (phase === "result_pending") {

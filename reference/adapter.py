@@ -391,6 +391,7 @@ class _RunningWorker:
         self.control = Control(failpoint, disk_fault, tool)
         self.marker = marker
         self._marker_lock = threading.Lock()
+        self.control.before_exit = self.write_marker  # a fatal exit is the worker's own, orderly too (JNL-8)
         self._worker = Worker(config, self.control, settings)
         self._thread = threading.Thread(target=self._main, name="p1-worker", daemon=True)
         self._thread.start()
@@ -399,7 +400,8 @@ class _RunningWorker:
         try:
             self._worker.run()
         finally:
-            self.write_marker()
+            if self.control.exit_code is None:  # run() failed before its own exit path: that exit is still ours
+                self.control.exited(1)
 
     def write_marker(self) -> None:
         with self._marker_lock:

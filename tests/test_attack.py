@@ -238,6 +238,19 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "CHECKPOINT_SCOPE_ISOLATION",
         frozenset({"SCOPE-7"}),
     ),
+    # The restart finds attempt 1's lease revived by the replay and submits for it, although the first process
+    # was told the lease was lost (LEASE-4, a clause of that gate).
+    "forgets-abandonments-at-restart": (
+        "p1-abandoned-attempt-revived-before-a-restart-gets-nothing",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"LEASE-4"}),
+    ),
+    # Attempt 1 is left at commit_done, not ended in reconciliation_required (lease_not_converged) by idle.
+    "abandons-at-the-pending-boundary": (
+        "p1-commit-lease-lost-at-the-pending-boundary-does-not-converge",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"COMMIT-4"}),
+    ),
     # Run as a new attempt, the conflicting identity gets a workspace, a capture and a submission.
     "ignores-identity-conflicts": (
         "p1-strict-capture-attempt-served-with-another-digest-is-an-identity-conflict",
@@ -253,6 +266,24 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
     # Taking the failed sync of result_pending for a success, the worker goes on to idle instead of
     # exiting: the wait for its exit cites JNL-8.
     "ignores-disk-errors": (
+        "p1-strict-disk-journal-fsync-eio-is-fatal",
+        "CHECKPOINT_DURABLE_WRITE",
+        frozenset({"JNL-8"}),
+    ),
+    # Stopped while blocked before its push, it pushes at the renewal it did not stop at, then exits.
+    "stops-only-before-rows": (
+        "p1-orderly-stop-before-the-push-pushes-nothing-until-the-restart",
+        "WORKER_RESTART_RESUME",
+        frozenset({"RESUME-5"}),
+    ),
+    # The stale attempt's reconciliation_required row is never reported, so the task stays RUNNING.
+    "leaves-the-fences-unreported": (
+        "p1-strict-stale-generation-is-fenced-by-the-worker",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"PHASE-4"}),
+    ),
+    # It exits non-zero as JNL-8 asks, but the marker its exit path should have written is absent.
+    "leaves-no-marker-on-a-fatal-exit": (
         "p1-strict-disk-journal-fsync-eio-is-fatal",
         "CHECKPOINT_DURABLE_WRITE",
         frozenset({"JNL-8"}),

@@ -12,7 +12,7 @@ from typing import Any
 from resumekit.conformance.p1.canonical import result_hash
 from resumekit.conformance.p1.evidence_data import Evidence
 from resumekit.conformance.p1.evidence_data import mismatch as _m
-from resumekit.conformance.p1.model import COLUMNS, TERMINAL, Row, attempts
+from resumekit.conformance.p1.model import COLUMNS, HARD_FAILURES, TERMINAL, Row, attempts
 from resumekit.conformance.results import Mismatch
 
 
@@ -33,6 +33,8 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
                     "a terminal attempt still holds its lease at idle",
                 )
             )
+    found += _commit_left_open(groups)
+    found += _unreported(groups, ev.reports)
     last_of: dict[str, Row] = {}
     for row in ev.rows:
         last_of[row["task_id"]] = row
@@ -63,6 +65,49 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
     return found
 
 
+def _commit_left_open(groups: Mapping[tuple[Any, ...], Sequence[Row]]) -> list[Mismatch]:
+    """COMMIT-4: an attempt whose governed commit is recorded is never abandoned (LEASE-4 abandons only before
+    ``commit_done`` or at ``result_pending``), so at idle none has ``commit_done`` as its last row: the worker
+    claims the next attempt only after this one is terminal or abandoned (WRK-2), and a restart resumes it first
+    (RESUME-1)."""
+    return [
+        _m(
+            "COMMIT-4",
+            f"/journal/{ident[0]}/{ident[1]}/last",
+            ["result_pending", "reconciliation_required"],
+            "commit_done",
+            "an attempt with its governed commit recorded was left without the convergence check's outcome at idle",
+        )
+        for ident, group in groups.items()
+        if group[-1]["phase"] == "commit_done"
+    ]
+
+
+def _unreported(
+    groups: Mapping[tuple[Any, ...], Sequence[Row]], reports: Sequence[Mapping[str, Any]]
+) -> list[Mismatch]:
+    """PHASE-4: by idle, every ``reconciliation_required`` row was reported, FAILED for a hard failure and
+    RECONCILIATION_REQUIRED otherwise, with its reason; the fences of SCOPE-6 and LEASE-6 included."""
+    sent = {(r["task_id"], r["attempt"], r["state"], r["reason"]) for r in reports}
+    found = []
+    for ident, group in groups.items():
+        last = group[-1]
+        if last["phase"] != "reconciliation_required":
+            continue
+        state = "FAILED" if last["reason"] in HARD_FAILURES else "RECONCILIATION_REQUIRED"
+        if (ident[0], ident[1], state, last["reason"]) not in sent:
+            found.append(
+                _m(
+                    "PHASE-4",
+                    f"/journal/{ident[0]}/{ident[1]}/report",
+                    {"state": state, "reason": last["reason"]},
+                    [r for r in reports if (r["task_id"], r["attempt"]) == ident[:2]],
+                    "a reconciliation_required row was never reported to the control plane",
+                )
+            )
+    return found
+
+
 def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:
     """Each task's expected convergence (FPT-4, the scenario's `expect`)."""
     found = []
@@ -88,6 +133,10 @@ def _task_outcome(
     found += _side_effect_counts(task_id, where, outcome, ev)
     if isinstance(outcome.get("second_worker"), Mapping):
         found += _second_outcome(task_id, f"{where}/second_worker", outcome["second_worker"], ev.second_rows)
+    if "ended" in outcome:
+        ended = [_ending(group[-1]) for group in mine]
+        if ended != list(outcome["ended"]):
+            found.append(_m("FPT-4", f"{where}/ended", list(outcome["ended"]), ended, "where each attempt ended"))
     if "reused" in outcome:
         reused = any(row["reused_from"] is not None for row in final)
         if reused != outcome["reused"]:
@@ -101,6 +150,11 @@ def _task_outcome(
                 )
             )
     return found
+
+
+def _ending(last: Row) -> str:
+    """An attempt's last row as ``ended`` names it: the phase, and a reconciliation's reason after ': '."""
+    return f"{last['phase']}: {last['reason']}" if last["phase"] == "reconciliation_required" else str(last["phase"])
 
 
 def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None) -> list[Mismatch]:

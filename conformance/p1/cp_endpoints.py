@@ -89,7 +89,12 @@ def _faulty_delivery(
     log.add(kind, task_id=fault.task_id, attempt=number, worker=request.worker, task=copy.deepcopy(served),
             lease_id=lease.data["lease_id"], earlier_lease_id=earlier, fault=F.fault_to_mapping(fault))
     answer = {"task": served, "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
-    return Outcome(*_ok(state, 200, **answer), [])
+    outcome = Outcome(*_ok(state, 200, **answer), [])
+    # A kill here leaves the revived lease ACTIVE with the worker never told: only what its journal holds can
+    # keep a restart from using it (LEASE-4).
+    if replayed and fire_kill_point(state, "server_claim_granted", fault.task_id):
+        outcome.kill_point, outcome.kill_worker = "server_claim_granted", request.worker
+    return outcome
 
 
 def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:

@@ -186,8 +186,20 @@ def key_checks(ev: Evidence) -> list[Mismatch]:
 
 
 def lease_checks(ev: Evidence) -> list[Mismatch]:
-    """LEASE-4 (EVID-4): no push and no submission reached the kit while the attempt's lease was not ACTIVE."""
-    found = []
+    """LEASE-4 (EVID-4): no push and no submission reached the kit while the attempt's lease was not ACTIVE, and
+    none from a worker that was told the lease was lost, even once a replayed delivery made it ACTIVE again."""
+    found = [
+        _m(
+            "LEASE-4",
+            f"/control-plane/{revival['task_id']}/{revival['attempt']}/revived/{revival['journal']}",
+            [],
+            list(revival["governed"]),
+            f"governed side effects for an abandoned attempt: the control plane had told this worker that lease "
+            f"{revival['lease_id']!r} was lost ({revival['told']}) before a replayed delivery made it ACTIVE again",
+        )
+        for revival in ev.revivals
+        if revival["governed"]
+    ]
     for index, push in enumerate(ev.pushes):
         lease = push.get("lease")
         state = lease.get("state") if isinstance(lease, Mapping) else None

@@ -42,7 +42,7 @@ from resumekit.conformance.p1.moment_checks import (
 from resumekit.conformance.p1.origin_checks import origin_checks, push_checks, ref_checks
 from resumekit.conformance.p1.pacing_checks import pacing_checks
 from resumekit.conformance.p1.renewal_checks import renewal_checks
-from resumekit.conformance.p1.resume_checks import open_attempts, resume_checks
+from resumekit.conformance.p1.resume_checks import open_attempts, resume_checks, stop_checks
 from resumekit.conformance.p1.row_checks import journal_checks, reuse_checks, superseded_checks
 from resumekit.conformance.p1.settings_checks import (
     JOURNAL_MODES_OK,
@@ -87,6 +87,7 @@ __all__ = [
     "second_worker_checks",
     "settings_checks",
     "side_effect_checks",
+    "stop_checks",
     "submission_problem",
     "submitted_backing",
     "superseded_checks",
@@ -123,6 +124,7 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found += origin_checks(ev)
     found += pacing_checks(ev)
     found += resume_checks(ev)
+    found += stop_checks(ev)
     if ev.idle:
         found += idle_checks(ev)
         found += cache_damage_checks(ev)

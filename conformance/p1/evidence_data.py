@@ -48,6 +48,13 @@ class Evidence:
     strict: bool = False  # the run's profile is strict: the strict clauses are checked too
     # attempts served against CP-5 or CP-7 (SCOPE-6, SCOPE-7), each with the governed side effects after it
     deliveries: Sequence[Mapping[str, Any]] = ()
+    # leases revived after the control plane told a worker they were lost, each with what that worker's journal
+    # then did for the lease's attempt (LEASE-4; log_views.revived_after_loss)
+    revivals: Sequence[Mapping[str, Any]] = ()
+    # each orderly stop of a blocked or idle worker, with the governed side effects before it exited (RESUME-5)
+    stopped: Sequence[Mapping[str, Any]] = ()
+    # every report the control plane received, in log order: task_id, attempt, state, reason (PHASE-4, CP-11)
+    reports: Sequence[Mapping[str, Any]] = ()
     second_rows: Sequence[Row] = ()  # the journal of a scenario's second worker, if it has one
     second_snapshots: Sequence[Snapshot] = ()
     # The origins once the last step is done (CP-17, COMMIT-3): repository -> every ref it holds -> the object

@@ -39,6 +39,22 @@ def resume_checks(ev: Evidence) -> list[Mismatch]:
     return found
 
 
+def stop_checks(ev: Evidence) -> list[Mismatch]:
+    """RESUME-5: a worker stopped while blocked or idle makes no governed side effect before it exits: the stop
+    is honoured at the next step boundary, and before a push, a receipt or a submission as well."""
+    return [
+        _m(
+            "RESUME-5",
+            f"/stop/{stopped['worker']}",
+            [],
+            list(stopped["governed"]),
+            "governed side effects after p1.worker.stop and before the worker exited",
+        )
+        for stopped in ev.stopped
+        if stopped["governed"]
+    ]
+
+
 def _process_order(process: str, open_rows: Sequence[Row], requests: Sequence[Mapping[str, Any]]) -> list[Mismatch]:
     """One process's finding: each open attempt touched before its first claim, in the order of the journal."""
     first_claim = next((i for i, r in enumerate(requests) if r.get("endpoint") == "claim"), None)

@@ -184,6 +184,13 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: Mapping[str, str]) -
         decoy_changes=evidence_checks.decoy_changes(decoy_before, decoy_after),
         strict=profile == "strict",
         deliveries=_faulty_deliveries(control.log()),
+        revivals=log_views.revived_after_loss(control.log()),
+        stopped=log_views.effects_after_stops(control.log(), drive.stops),
+        reports=[
+            {name: e.get(name) for name in ("task_id", "attempt", "state", "reason")}
+            for e in control.log()
+            if e.get("kind") == "report"
+        ],
         kit_calls=_kit_calls(control.log()),
         second_rows=second_rows,
         second_snapshots=tuple(world.second_snapshots),

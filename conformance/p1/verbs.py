@@ -39,6 +39,8 @@ class Drive:
     clock_moves: list[dict[str, Any]] = field(default_factory=list)
     # each cache damaged: the task, how, and its attempt the journal then held open (CACHE-4)
     damages: list[dict[str, Any]] = field(default_factory=list)
+    # each orderly stop of a blocked or idle first worker: its process and the log's length around it (RESUME-5)
+    stops: list[dict[str, Any]] = field(default_factory=list)
 
     def changed(self) -> None:
         """The kit changed the world: from now on a worker is idle only after a claim that saw it (OUT-2)."""
@@ -73,8 +75,12 @@ def kill(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
 
 
 def stop(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
-    """Stop the worker in order."""
+    """Stop the worker in order. A worker that was blocked or idle has no request under way, so the log between
+    the stop and its exit shows every request it made after the stop (RESUME-5)."""
+    name, before = worker.name, len(drive.control.log())
     worker.stop()
+    if worker.primary and drive.last_wait in ("blocked", "idle"):
+        drive.stops.append({"worker": name, "from": before, "to": len(drive.control.log())})
 
 
 def continue_(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:

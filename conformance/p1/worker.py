@@ -307,13 +307,20 @@ class Worker:
         return True
 
     def _judge_exit(self, answer: Mapping[str, Any]) -> None:
-        """An exit after an injected disk error is a fatal error's: a non-zero status (JNL-8)."""
+        """An exit after an injected disk error is a fatal error's: a non-zero status, through the worker's own
+        exit path, which writes the marker before the exit is answered (JNL-8, ADP-2)."""
         code = answer.get("exitCode")
         if self.disk_fault is not None and (not isinstance(code, int) or isinstance(code, bool) or code == 0):
             raise Abort(self.fail(
                 f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
                 f"{code!r}, not a non-zero one",
                 Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
+            ))
+        if self.disk_fault is not None and self.marker is not None and not self.marker.exists():
+            raise Abort(self.fail(
+                f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
+                f"{code!r} and wrote no marker: the fatal exit cannot be told from a crash of the worker",
+                Mismatch("/marker", "present", "absent", "JNL-8"),
             ))
 
     def wait_any(self, deadline: float) -> str:

@@ -7,6 +7,7 @@ import errno
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["DISK_ERRNOS", "DISK_FILES", "DISK_OPS", "Control", "DiskFault", "StopRequested"]
@@ -42,6 +43,7 @@ class Control:
         self._stop = False
         self._idle = False
         self._exit_code: int | None = None
+        self.before_exit: Callable[[], None] | None = None  # the adapter's marker (ADP-2)
 
     # -- the worker's side ------------------------------------------------------------------------
 
@@ -101,6 +103,9 @@ class Control:
                 self._cond.notify_all()
 
     def exited(self, code: int) -> None:
+        # The orderly-exit marker comes first, so that no wait is answered 'exited' before it exists (ADP-2).
+        if self.before_exit is not None:
+            self.before_exit()
         with self._cond:
             self._exit_code = code
             self._idle = False

@@ -141,6 +141,16 @@ CREATE TRIGGER IF NOT EXISTS recoveries_no_update BEFORE UPDATE ON recoveries
 BEGIN SELECT RAISE(ABORT, 'recoveries are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS recoveries_no_delete BEFORE DELETE ON recoveries
 BEGIN SELECT RAISE(ABORT, 'recoveries are append-only'); END;
+CREATE TABLE IF NOT EXISTS abandonments (
+  seq      INTEGER PRIMARY KEY,
+  task_id  TEXT    NOT NULL,
+  attempt  INTEGER NOT NULL,
+  lease_id TEXT    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS abandonments_no_update BEFORE UPDATE ON abandonments
+BEGIN SELECT RAISE(ABORT, 'abandonments are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS abandonments_no_delete BEFORE DELETE ON abandonments
+BEGIN SELECT RAISE(ABORT, 'abandonments are append-only'); END;
 """
 
 
@@ -275,12 +285,20 @@ class Journal:
 
     def append_recovery(self, task_id: str, attempt: int, last_seq: int) -> None:
         """One ``recoveries`` row (RESUME-6)."""
+        sql = "INSERT INTO recoveries (task_id, attempt, last_seq) VALUES (?, ?, ?)"
+        self._insert(sql, (task_id, attempt, last_seq))
+
+    def append_abandonment(self, task_id: str, attempt: int, lease_id: str) -> None:
+        """One ``abandonments`` row: the attempt's lease is lost, for this process and every later one (LEASE-4)."""
+        sql = "INSERT INTO abandonments (task_id, attempt, lease_id) VALUES (?, ?, ?)"
+        self._insert(sql, (task_id, attempt, lease_id))
+
+    def _insert(self, sql: str, values: tuple[Any, ...]) -> None:
+        """A row of a side table, in a transaction of its own and as durable as a checkpoint row."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute(
-                    "INSERT INTO recoveries (task_id, attempt, last_seq) VALUES (?, ?, ?)", (task_id, attempt, last_seq)
-                )
+                self._db.execute(sql, values)
                 self._disk("journal", "write")
                 self._db.execute("COMMIT")
                 self._disk("journal", "fsync")
@@ -299,12 +317,18 @@ class Journal:
         return [Row(*values) for values in found]
 
     def recoveries(self, task_id: str, attempt: int, last_seq: int) -> int:
+        sql = "SELECT COUNT(*) FROM recoveries WHERE task_id = ? AND attempt = ? AND last_seq = ?"
+        return self._count(sql, (task_id, attempt, last_seq))
+
+    def abandoned(self, task_id: str, attempt: int, lease_id: str) -> bool:
+        """Whether a process recorded this attempt's lease as lost (LEASE-4)."""
+        sql = "SELECT COUNT(*) FROM abandonments WHERE task_id = ? AND attempt = ? AND lease_id = ?"
+        return self._count(sql, (task_id, attempt, lease_id)) > 0
+
+    def _count(self, sql: str, values: tuple[Any, ...]) -> int:
         with self._lock:
             try:
-                found = self._db.execute(
-                    "SELECT COUNT(*) FROM recoveries WHERE task_id = ? AND attempt = ? AND last_seq = ?",
-                    (task_id, attempt, last_seq),
-                ).fetchone()
+                found = self._db.execute(sql, values).fetchone()
             except sqlite3.Error as error:
                 raise JournalError(f"journal read failed: {error}") from error
         return int(found[0])

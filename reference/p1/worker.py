@@ -175,6 +175,8 @@ class Worker:
                 self._finish(attempt)
             elif self._superseded(attempt):
                 continue  # SCOPE-7: a later attempt of the task has rows
+            elif self._abandoned(attempt):
+                self._release(attempt.lease_id)  # LEASE-4: a lease revived since is given back, never used
             else:
                 self._resume(attempt, count_recovery=True)
 
@@ -265,6 +267,19 @@ class Worker:
     def _kind(attempt: Attempt) -> str:
         return str(attempt.task.get("kind"))
 
+    def _abandoned(self, attempt: Attempt) -> bool:
+        """LEASE-4: a process recorded this attempt's lease as lost; a lease that renews again changes nothing."""
+        first = attempt.first
+        return self.journal.abandoned(first.task_id, first.attempt, attempt.lease_id)
+
+    def _abandon(self, attempt: Attempt, why: str) -> None:
+        """Give the attempt up; a lost lease is recorded before the next request, for every later process."""
+        first = attempt.first
+        if attempt.lost and not self._abandoned(attempt):
+            self.journal.append_abandonment(first.task_id, first.attempt, attempt.lease_id)
+        _log(f"attempt {first.task_id}/{first.attempt} abandoned: {why}")
+        self._drop_workspace(attempt)
+
     def _superseded(self, attempt: Attempt) -> bool:
         first = attempt.first
         return any(row.task_id == first.task_id and row.attempt > first.attempt for row in self.journal.rows())
@@ -282,8 +297,9 @@ class Worker:
         same = [row for row in rows if row.identity == identity]
         if same:  # RESUME-4: duplicate delivery
             attempt = Attempt(same)
-            if attempt.last.phase in TERMINAL or self._superseded(attempt):
-                self._release(lease_id)  # SCOPE-7: a superseded attempt served again gets no row either
+            if attempt.last.phase in TERMINAL or self._superseded(attempt) or self._abandoned(attempt):
+                # SCOPE-7: a superseded attempt served again gets no row either; LEASE-4: nor an abandoned one
+                self._release(lease_id)
             else:
                 self._resume(attempt, count_recovery=False)
             return
@@ -333,7 +349,7 @@ class Worker:
         elif phase == "result_pending":
             self._drive(attempt)  # the submission step reads back (SUB-7)
         else:
-            _log(f"attempt {attempt.first.task_id}/{attempt.first.attempt} abandoned (LEASE-4)")
+            self._abandon(attempt, "its lease is lost (LEASE-4)")
 
     def _conclude(self, attempt: Attempt, reason: str) -> None:
         try:
@@ -358,8 +374,7 @@ class Worker:
                 elif phase == "result_pending":
                     self._submit(attempt)
         except (Abandon, git.GitError) as error:
-            _log(f"attempt {attempt.first.task_id}/{attempt.first.attempt} abandoned: {error or 'LEASE-4'}")
-            self._drop_workspace(attempt)
+            self._abandon(attempt, str(error) or "its lease is lost (LEASE-4)")
             return
         except Reconcile as reconcile:
             self._record(attempt, "reconciliation_required", reason=reconcile.reason)

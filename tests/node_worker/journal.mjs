@@ -78,6 +78,16 @@ CREATE TRIGGER IF NOT EXISTS recoveries_no_update BEFORE UPDATE ON recoveries
 BEGIN SELECT RAISE(ABORT, 'recoveries are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS recoveries_no_delete BEFORE DELETE ON recoveries
 BEGIN SELECT RAISE(ABORT, 'recoveries are append-only'); END;
+CREATE TABLE IF NOT EXISTS abandonments (
+  seq      INTEGER PRIMARY KEY,
+  task_id  TEXT    NOT NULL,
+  attempt  INTEGER NOT NULL,
+  lease_id TEXT    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS abandonments_no_update BEFORE UPDATE ON abandonments
+BEGIN SELECT RAISE(ABORT, 'abandonments are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS abandonments_no_delete BEFORE DELETE ON abandonments
+BEGIN SELECT RAISE(ABORT, 'abandonments are append-only'); END;
 `;
 
 export class Journal {
@@ -150,6 +160,19 @@ export class Journal {
 
   addRecovery(taskId, attempt, lastSeq) {
     this.db.prepare("INSERT INTO recoveries (task_id, attempt, last_seq) VALUES (?, ?, ?)").run(taskId, attempt, lastSeq);
+  }
+
+  // LEASE-4: an attempt abandoned with a lost lease, in this process or an earlier one.
+  isAbandoned(taskId, attempt, leaseId) {
+    return (
+      this.db
+        .prepare("SELECT COUNT(*) AS n FROM abandonments WHERE task_id = ? AND attempt = ? AND lease_id = ?")
+        .get(taskId, attempt, leaseId).n > 0
+    );
+  }
+
+  addAbandonment(taskId, attempt, leaseId) {
+    this.db.prepare("INSERT INTO abandonments (task_id, attempt, lease_id) VALUES (?, ?, ?)").run(taskId, attempt, leaseId);
   }
 
   // CACHE-3: temporary named .<task_id>.<random>.tmp in tasks/, written, fsynced, closed; then

@@ -208,6 +208,12 @@ export class Worker {
         att.abandoned = true; // SCOPE-7: no row and no governed side effect for it
         continue;
       }
+      if (!TERMINAL.has(att.last.phase) && this.wasAbandoned(att)) {
+        // LEASE-4: a lease lost once stays lost, even if a replayed delivery revived it; give it back.
+        att.abandoned = true;
+        await this.releaseLease(att.leaseId);
+        continue;
+      }
       await this.drive(att, { resumed: true, startup: true });
     }
 
@@ -269,7 +275,7 @@ export class Worker {
   async served(task, lease) {
     const key = identityKey(task);
     const known = this.attempts.get(key);
-    if (known && this.superseded(known)) {
+    if (known && (this.superseded(known) || this.wasAbandoned(known))) {
       if (lease && lease.lease_id) await this.releaseLease(lease.lease_id);
       return;
     }
@@ -356,6 +362,7 @@ export class Worker {
     const phase = att.last.phase;
     if (phase === "commit_done") {
       await this.reconcile(att, "lease_not_converged");
+      await this.finishTerminal(att); // PHASE-4: reported, then released, like every reconciliation
       return;
     }
     if (phase === "result_pending") {
@@ -370,7 +377,13 @@ export class Worker {
     this.abandon(att);
   }
 
+  wasAbandoned(att) {
+    return this.journal.isAbandoned(att.identity.task_id, att.identity.attempt, att.leaseId);
+  }
+
+  // LEASE-4: recorded before the next request, so that no later process resumes the attempt.
   abandon(att) {
+    if (!this.wasAbandoned(att)) this.journal.addAbandonment(att.identity.task_id, att.identity.attempt, att.leaseId);
     att.abandoned = true;
     log(`attempt ${att.identity.task_id}/${att.identity.attempt} abandoned: its lease is lost`);
     this.dropWorkspace(att);

@@ -23,6 +23,7 @@ from tests.broken.workers.cleanup import (
     TrustsTheCheckedType,
 )
 from tests.broken.workers.commit import (
+    AbandonsAtThePendingBoundary,
     CreatesARefOnTheOrigin,
     ForcesAfterARefusedPush,
     IgnoresLostLease,
@@ -35,6 +36,7 @@ from tests.broken.workers.durability import (
     ChangesTheJournalModeUnreported,
     ForgetsItsClaim,
     IgnoresDiskErrors,
+    LeavesNoMarkerOnAFatalExit,
     SkipsTheCacheRebuild,
     SynchronousNormal,
     TakesThePhaseFromTheCache,
@@ -47,10 +49,13 @@ from tests.broken.workers.processes import (
     IgnoresTheTool,
     LeavesADaemon,
     LeavesTheToolInItsGroup,
+    StopsOnlyBeforeRows,
 )
 from tests.broken.workers.scope import (
+    ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
     IgnoresSupersededAttempts,
+    LeavesTheFencesUnreported,
     ReusesAcrossGenerations,
     ReusesCommitDoneAcrossBindings,
 )
@@ -194,6 +199,26 @@ ATTACK_BUGS["names-workspaces-freely"] = (NamesWorkspacesFreely, "names its work
 ATTACK_BUGS["gives-up-holding-its-lease"] = (
     GivesUpHoldingItsLease,
     "drops an attempt whose git command failed and goes idle with its lease ACTIVE (OUT-2)",
+)
+ATTACK_BUGS["forgets-abandonments-at-restart"] = (
+    ForgetsAbandonmentsAtRestart,
+    "remembers a lost lease in one process only, so a restart uses the lease a replayed delivery revived (LEASE-4)",
+)
+ATTACK_BUGS["abandons-at-the-pending-boundary"] = (
+    AbandonsAtThePendingBoundary,
+    "abandons without a row a commit attempt whose lease is lost just before result_pending (COMMIT-4)",
+)
+ATTACK_BUGS["stops-only-before-rows"] = (
+    StopsOnlyBeforeRows,
+    "honours a stop only before a row: stopped while blocked before its push, it pushes, then exits (RESUME-5)",
+)
+ATTACK_BUGS["leaves-no-marker-on-a-fatal-exit"] = (
+    LeavesNoMarkerOnAFatalExit,
+    "exits non-zero after a disk error without writing the orderly-exit marker (JNL-8)",
+)
+ATTACK_BUGS["leaves-the-fences-unreported"] = (
+    LeavesTheFencesUnreported,
+    "writes identity_conflict and stale_generation rows but never reports them to the control plane (PHASE-4)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

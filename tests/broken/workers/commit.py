@@ -147,3 +147,16 @@ class RenewsByTheLocalClock(_Tracked):
         if renewed:
             self.renewed_at[attempt.lease_id] = time.monotonic()
         return renewed
+
+
+class AbandonsAtThePendingBoundary(_Tracked):
+    """Takes a lease lost just before result_pending, with commit_done durable and the convergence check
+    passed, for an abandonment without a row, as before the governed commit (COMMIT-4)."""
+
+    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
+        try:
+            return super()._record(attempt, phase, **columns)
+        except reference.Reconcile as reconcile:
+            if phase != "result_pending" or reconcile.reason != "lease_not_converged":
+                raise
+            raise reference.Abandon from reconcile

@@ -164,3 +164,19 @@ class TakesThePhaseFromTheCache(_Tracked):
 
         with _patched(reference, "attempts", trusting):
             super()._startup()
+
+
+class LeavesNoMarkerOnAFatalExit(_Tracked):
+    """Exits non-zero after a disk error as JNL-8 says, but takes that exit for no orderly one and writes no
+    marker, so the kit cannot tell it from a crash of the worker (JNL-8, ADP-2)."""
+
+    def run(self) -> int:
+        exited = self.control.exited
+
+        def exited_without_marker(code: int) -> None:
+            if code != 0:
+                self.control.before_exit = None
+            exited(code)
+
+        with _patched(self.control, "exited", exited_without_marker):
+            return super().run()

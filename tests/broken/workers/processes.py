@@ -1,5 +1,5 @@
-"""Broken workers of processes and pacing: tools left running, daemons, hurried claims, skipped failpoints
-(WRK, FPT)."""
+"""Broken workers of processes and pacing: tools left running, daemons, hurried claims, skipped failpoints,
+stops honoured late (WRK, FPT, RESUME-5)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from resumekit.reference.p1 import worker as reference
 from tests.broken.workers._base import _patched, _Tracked
 
 
@@ -94,3 +95,12 @@ class ClaimsInAHurry(_Tracked):
     def _claim_loop(self) -> None:
         with _patched(self.control, "sleep", lambda seconds: type(self.control).sleep(self.control, 0.0)):
             super()._claim_loop()
+
+
+class StopsOnlyBeforeRows(_Tracked):
+    """Honours p1.worker.stop only at the boundary before a row, never at the renewal before a governed side
+    effect: stopped while blocked at ``before_push``, it pushes first (RESUME-5)."""
+
+    def _renew(self, attempt: reference.Attempt) -> bool:
+        with _patched(self.control, "check_stop", lambda: None):
+            return super()._renew(attempt)

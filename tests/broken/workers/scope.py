@@ -95,3 +95,32 @@ class ReusesCommitDoneAcrossBindings(_Tracked):
             reused_from=source.seq,
         )
         return True
+
+
+class ForgetsAbandonmentsAtRestart(_Tracked):
+    """Remembers a lost lease in this process only: a restart that finds the lease ACTIVE again (a replayed
+    delivery revived it) resumes the abandoned attempt and makes governed side effects for it (LEASE-4)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lost_here: set[tuple[str, int, str]] = set()
+
+    def _abandoned(self, attempt: reference.Attempt) -> bool:
+        return (attempt.first.task_id, attempt.first.attempt, attempt.lease_id) in self.lost_here
+
+    def _abandon(self, attempt: reference.Attempt, why: str) -> None:
+        if attempt.lost:
+            self.lost_here.add((attempt.first.task_id, attempt.first.attempt, attempt.lease_id))
+        attempt.lost = False  # so that the reference records nothing in the journal
+        super()._abandon(attempt, why)
+
+
+class LeavesTheFencesUnreported(_Tracked):
+    """Writes the rows of SCOPE-6 and LEASE-6 but never reports them: a fence is taken for no reconciliation of
+    the control plane's concern (PHASE-4)."""
+
+    def _finish(self, attempt: reference.Attempt) -> None:
+        if attempt.last.reason in ("identity_conflict", "stale_generation"):
+            self._release(attempt.lease_id)
+            return
+        super()._finish(attempt)

@@ -65,49 +65,53 @@ def to_json(run: Run) -> dict[str, Any]:
     }
 
 
+def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
+    """A case result back from its JSON form (``CaseResult.to_dict``)."""
+    source = Source(data["file"], data.get("line")) if "file" in data else None
+    mismatches = tuple(
+        Mismatch(m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note")) for m in data["mismatches"]
+    )
+    return CaseResult(
+        case_id=data["id"],
+        kind=data["kind"],
+        outcome=Outcome(data["outcome"]),
+        clauses=tuple(data["clauses"]),
+        profile=data["profile"],
+        source=source,
+        duration=data["durationSeconds"],
+        mismatches=mismatches,
+        message=data.get("message"),
+        fault_model=data.get("faultModel"),
+        stderr_tail=data.get("stderrTail"),
+        transcript=tuple(data.get("transcript", ())),
+        replay=data.get("replay"),
+        expectation=data.get("expectation"),
+        counts_toward=tuple(data.get("countsToward", ())),
+        readings=tuple(data.get("readings", ())),
+        attested=tuple(data.get("attested", ())),
+        known_failure=(data.get("knownFailure") or {}).get("reason"),
+    )
+
+
+def implementation_from_dict(info: Mapping[str, Any]) -> Implementation:
+    """The implementation back from its JSON form (``Implementation.to_dict``)."""
+    return Implementation(
+        name=info["name"],
+        version=info["version"],
+        language=info["language"],
+        homepage=info.get("homepage", ""),
+        capabilities=tuple(info["capabilities"]),
+        profiles=tuple(info["profiles"]),
+        adapter=info["adapter"],
+    )
+
+
 def from_json(document: Mapping[str, Any]) -> Run:
     """A Run back from a document valid against schemas/report/run-report.json (a merged one, say)."""
-    results = []
-    for data in document["results"]:
-        source = Source(data["file"], data.get("line")) if "file" in data else None
-        mismatches = tuple(
-            Mismatch(m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note"))
-            for m in data["mismatches"]
-        )
-        results.append(
-            CaseResult(
-                case_id=data["id"],
-                kind=data["kind"],
-                outcome=Outcome(data["outcome"]),
-                clauses=tuple(data["clauses"]),
-                profile=data["profile"],
-                source=source,
-                duration=data["durationSeconds"],
-                mismatches=mismatches,
-                message=data.get("message"),
-                fault_model=data.get("faultModel"),
-                stderr_tail=data.get("stderrTail"),
-                transcript=tuple(data.get("transcript", ())),
-                replay=data.get("replay"),
-                expectation=data.get("expectation"),
-                counts_toward=tuple(data.get("countsToward", ())),
-                readings=tuple(data.get("readings", ())),
-                attested=tuple(data.get("attested", ())),
-                known_failure=(data.get("knownFailure") or {}).get("reason"),
-            )
-        )
-    info = document["implementation"]
+    results = [result_from_dict(data) for data in document["results"]]
     shard = document.get("shard")
     return Run(
-        implementation=Implementation(
-            name=info["name"],
-            version=info["version"],
-            language=info["language"],
-            homepage=info.get("homepage", ""),
-            capabilities=tuple(info["capabilities"]),
-            profiles=tuple(info["profiles"]),
-            adapter=info["adapter"],
-        ),
+        implementation=implementation_from_dict(document["implementation"]),
         profile=document["profile"],
         results=tuple(results),
         started=document["started"],
@@ -123,6 +127,7 @@ def from_json(document: Mapping[str, Any]) -> Run:
         selection=Selection.from_dict(document["selection"]) if document.get("selection") else None,
         interrupted=bool(document.get("interrupted", False)),
         selected=len(results),
+        messages_validated=bool(document.get("messagesValidated", True)),
     )
 
 

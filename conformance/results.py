@@ -40,6 +40,8 @@ class Selection:
     expectations: str | None = None  # the --expect file, as given
     expectations_digest: str | None = None  # sha256 of its bytes
     fault_model: str = "process-crash"  # or "power-loss": the crash kinds under simulated power cuts
+    # What else narrowed the run, in words (the pytest plugin: cases a -k, -m or node id left out).
+    narrowed_by: tuple[str, ...] = ()
 
     def subset_reasons(self) -> tuple[str, ...]:
         """Why a run of this selection is not a certification; empty when it is one."""
@@ -52,7 +54,7 @@ class Selection:
             reasons.append(f"--kills {self.kills} (a certification kills at least {DEFAULT_KILLS} times)")
         if self.golden != "bundled":
             reasons.append("--golden: not the bundled golden set")
-        return tuple(reasons)
+        return (*reasons, *self.narrowed_by)
 
     def describe(self) -> str:
         """The selection in one line, for the header and the summary."""
@@ -69,6 +71,7 @@ class Selection:
             parts.append(f"golden {self.golden}")
         if self.expectations:
             parts.append(f"expectations {self.expectations}")
+        parts.extend(self.narrowed_by)
         return ", ".join(parts)
 
     @classmethod
@@ -85,6 +88,7 @@ class Selection:
             expectations=data.get("expectations"),
             expectations_digest=data.get("expectationsDigest"),
             fault_model=data.get("faultModel", "process-crash"),
+            narrowed_by=tuple(data.get("narrowedBy", ())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +104,7 @@ class Selection:
             "expectations": self.expectations,
             "expectationsDigest": self.expectations_digest,
             "faultModel": self.fault_model,
+            **({"narrowedBy": list(self.narrowed_by)} if self.narrowed_by else {}),
         }
 
 

@@ -205,3 +205,11 @@ def test_a_node_id_as_printed_selects_its_case(run) -> None:  # type: ignore[no-
     result = run("--resumekit-adapter", REFERENCE, "golden/phase0/failpoints.yaml::prefix-after-function-call", "-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["golden/phase0/failpoints.yaml::prefix-after-function-call PASSED*"])
+
+
+def test_a_module_level_profiles_narrows_the_claim_and_core_is_compared(run) -> None:  # type: ignore[no-untyped-def]
+    # Issue 21, item 5: `profiles = ("core",)` on the module was ignored, so strict cases failed by the dozen.
+    result = run("--resumekit-adapter", "python:tests.core_only_module:build_resume_plan", "--resumekit-certify")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    line = _verdict_line(result)
+    assert line.startswith("CERTIFIED: core (strict not claimed)") and " 0 failed" in line, line

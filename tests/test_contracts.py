@@ -172,7 +172,7 @@ def test_the_pytest_plugin_collects_and_runs_the_toy(
 GENERIC = (
     "fixtures.py", "runner.py", "cli.py", "_cmd_golden.py", "_cmd_run.py", "_cmd_reports.py", "shards.py",
     "report.py", "report_html.py", "_html_parts.py", "badge.py", "diff.py", "expectations.py",
-    "_pytest_golden.py", "pytest_plugin.py", "contracts.py", "cases.py", "results.py",
+    "_pytest_golden.py", "_pytest_verdict.py", "pytest_plugin.py", "contracts.py", "cases.py", "results.py",
 )  # fmt: skip
 NAMED = re.compile(r"(decision|crash|ledger-fault|schedule|p1|p1-campaign|phase0)(/[a-z-]+)?")
 CONTRACT_NAMES = {"gates", "gate_table", "DecisionCase", "ScenarioCase", "MatrixCase", "SoakCase", "run_decision"}

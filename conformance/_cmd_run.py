@@ -305,8 +305,9 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     if not _write_reports(finished, arguments, expected, stderr, cases):
         return EXIT_INTERRUPTED if finished.interrupted else EXIT_USAGE
     if shard is not None and not finished.interrupted:
-        # A shard certifies nothing alone (`merge` gives the verdict): it fails only on a case that did not pass.
-        return EXIT_NOT_CERTIFIED if report.shard_failed(finished) else EXIT_CERTIFIED
+        # A shard certifies nothing alone (`merge` gives the verdict): it is a subset run, which fails only on a
+        # case that did not pass.
+        return EXIT_NOT_CERTIFIED if report.shard_failed(finished) else EXIT_SUBSET
     return _exit_code(finished)
 
 

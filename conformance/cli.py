@@ -36,8 +36,8 @@ EXIT_CODES = f"""exit codes:
        failure passed, or no claimed case passed (in a subset run too)
   {EXIT_USAGE}    usage error: bad arguments, a broken fixture or expectations file, an adapter that
        cannot start, an empty selection, a report file that cannot be written
-  {EXIT_SUBSET}    subset run passed: --only, --kind, --kills below {DEFAULT_KILLS} or --golden narrowed
-       the run, so it is not a certification
+  {EXIT_SUBSET}    subset run passed: --only, --kind, --kills below {DEFAULT_KILLS}, --golden or --shard
+       narrowed the run, so it is not a certification (`resumekit merge` gives the shards' verdict)
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C): every process the kit started is killed and the reports
        are written, marked interrupted, with the cases that finished"""
 

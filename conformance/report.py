@@ -330,7 +330,7 @@ def headline(run: Run) -> str:
     if run.shard is None:
         return run.verdict.headline
     how = "FAILED" if shard_failed(run) else "PASSED"
-    return f"SHARD {run.shard.index}/{run.shard.count} {how} (merge every shard)"
+    return f"SHARD {run.shard.index}/{run.shard.count} {how} (a subset run: merge every shard for the verdict)"
 
 
 def shard_failed(run: Run) -> bool:
@@ -377,6 +377,9 @@ def format_summary(run: Run) -> str:
         lines.append(f"{kind:<14}" + "".join(f"{row[o]:>13}" for o in Outcome))
     total = run.counts
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
+    unclaimed = not_claimed_text(run)
+    if unclaimed:
+        lines.append(f"not claimed:    {unclaimed}")
     for table in run.summaries:
         lines += ["", *format_summary_table(table)]
     # A passed campaign's message is its coverage (the crash points it visited), worth a line each.
@@ -393,6 +396,19 @@ def format_summary(run: Run) -> str:
     if not_run and not any("not run" in reason for reason in verdict.reasons):
         lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
     return "\n".join(lines)
+
+
+def not_claimed_text(run: Run) -> str:
+    """What the run did not test for want of a claim, in words; ``""`` when every case was claimed."""
+    counts: dict[str, int] = {}
+    for result in run.results:
+        if result.outcome is Outcome.NOT_CLAIMED:
+            counts[result.kind] = counts.get(result.kind, 0) + 1
+    if not counts:
+        return ""
+    kinds = ", ".join(f"{kind} {count}" for kind, count in counts.items())
+    claims = run.implementation.capabilities
+    return f"{sum(counts.values())} case(s) ({kinds}); the implementation claims {', '.join(claims) or 'nothing'}"
 
 
 def _is_campaign(kind_name: str) -> bool:
@@ -429,6 +445,9 @@ def to_markdown(run: Run) -> str:
         lines.append(f"Selection: {run.selection.describe()}.")
     if verdict.reasons:
         lines.append("Why: " + "; ".join(verdict.reasons) + ".")
+    unclaimed = not_claimed_text(run)
+    if unclaimed:
+        lines.append(f"Not claimed: {unclaimed}.")
     if run.fault_models:
         lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
     if run.seed is not None:
@@ -480,8 +499,8 @@ def _markdown_verdict(run: Run) -> str:
     if not verdict.certified:
         return "**not certified**"
     if verdict.known_failures:
-        return f"certified: {verdict.profile_text}, with {len(verdict.known_failures)} known failure(s)"
-    return f"certified: {verdict.profile_text}"
+        return f"certified: {verdict.scope_text}, with {len(verdict.known_failures)} known failure(s)"
+    return f"certified: {verdict.scope_text}"
 
 
 def format_case_line(case: Case) -> str:

@@ -114,7 +114,8 @@ def _facts(run: Run) -> str:
         ("implementation", f"{info.name} {info.version} ({info.language or 'unknown language'}) via {info.adapter}"),
         ("claims", f"{', '.join(info.capabilities) or 'nothing'}; profiles {', '.join(info.profiles)}"),
         ("profile run", profile),
-        ("certified profile", verdict.profile_text or "none"),
+        ("certified", verdict.scope_text or "nothing"),
+        ("not claimed", report.not_claimed_text(run) or "nothing: every selected case was claimed"),
         ("kit", f"resumekit {run.kit_version}, spec {SPEC_VERSION}, protocol {PROTOCOL_VERSION}"),
         ("golden set", run.golden_digest or "unknown"),
     ]

@@ -120,6 +120,14 @@ class Verdict:
     known_failures: tuple[str, ...] = ()  # ids of expected failures that failed
     unexpected_passes: tuple[str, ...] = ()  # ids of expected failures that passed
     not_claimed_profile: str | None = None  # the profile asked for that the implementation does not claim
+    # The claimed capabilities in words ("Phase 0 projection"), when some case was not claimed for want of one.
+    claimed_only: str = ""
+
+    @property
+    def scope_text(self) -> str:
+        """What is certified, in words: ``strict``, ``core (strict not claimed)``, ``core, Phase 0 projection only``."""
+        text = self.profile_text
+        return f"{text}, {self.claimed_only} only" if text and self.claimed_only else text
 
     @property
     def profile_text(self) -> str:
@@ -141,8 +149,8 @@ class Verdict:
         if not self.certified:
             return "NOT CERTIFIED"
         if self.known_failures:
-            return f"CERTIFIED WITH {len(self.known_failures)} KNOWN FAILURE(S): {self.profile_text}"
-        return f"CERTIFIED: {self.profile_text}"
+            return f"CERTIFIED WITH {len(self.known_failures)} KNOWN FAILURE(S): {self.scope_text}"
+        return f"CERTIFIED: {self.scope_text}"
 
     @property
     def status(self) -> str:
@@ -163,6 +171,7 @@ class Verdict:
             "reasons": list(self.reasons),
             "knownFailures": list(self.known_failures),
             "unexpectedPasses": list(self.unexpected_passes),
+            **({"claimedOnly": self.claimed_only} if self.claimed_only else {}),
         }
 
 
@@ -433,12 +442,42 @@ class Run:
             known_failures=known,
             unexpected_passes=unexpected,
             not_claimed_profile=missing,
+            claimed_only=claimed_only(self) if certified else "",
         )
 
     @property
     def fault_models(self) -> tuple[str, ...]:
         """The distinct fault models the run exercised."""
         return tuple(sorted({r.fault_model for r in self.results if r.fault_model}))
+
+
+def claimed_only(run: Run) -> str:
+    """The implementation's capabilities in words, when a case of a profile it claims was not claimed; else ``""``.
+
+    A run of every case certifies only what the implementation claims; the verdict says so when that is less
+    than the selection: ``Phase 0 projection``, ``Phase 0 projection, store; P1 worker``.
+    """
+    info = run.implementation
+    if not any(r.outcome is Outcome.NOT_CLAIMED and r.profile in info.profiles for r in run.results):
+        return ""
+    return capability_words(info.capabilities)
+
+
+def capability_words(capabilities: tuple[str, ...]) -> str:
+    """Capabilities grouped by contract, in words: ``phase0.projection, phase0.store`` is ``Phase 0 projection,
+    store``; a capability of no registered contract stays as it is."""
+    from resumekit.conformance import contracts  # the registry imports this module: looked up when needed
+
+    titles = {contract.name: contract.title for contract in contracts.registered()}
+    groups: dict[str, list[str]] = {}
+    for capability in capabilities:
+        prefix, _, rest = capability.partition(".")
+        title = titles.get(prefix)
+        if title is None or not rest:
+            groups.setdefault(capability, [])
+        else:
+            groups.setdefault(title, []).append(rest.replace("-", " "))
+    return "; ".join(f"{title} {', '.join(rests)}" if rests else title for title, rests in groups.items()) or "nothing"
 
 
 def _failing_reasons(claimed: list[CaseResult]) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from resumekit.conformance.cli import (
     OUTPUT_OPTIONS,
 )
 from resumekit.conformance.fixtures import Suite
+from resumekit.conformance.progress import ProgressReporter
 from resumekit.conformance.results import Implementation, Run, Selection, Shard
 from resumekit.conformance.runner import run as run_cases
 
@@ -115,7 +116,7 @@ def compared_profile(requested: str, implementation: Implementation) -> str:
     return requested if requested in implementation.profiles else "core"
 
 
-def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> report.ProgressReporter | None:
+def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> ProgressReporter | None:
     if arguments.quiet:
         return None
     isatty = getattr(stdout, "isatty", None)
@@ -126,7 +127,7 @@ def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> rep
         if live:
             stdout.flush()
 
-    return report.ProgressReporter(write, total=total, live=live)
+    return ProgressReporter(write, total=total, live=live)
 
 
 @contextlib.contextmanager
@@ -215,7 +216,7 @@ def _runners(
     adapter: Any,
     profile: str,
     seed: int,
-    progress: report.ProgressReporter | None,
+    progress: ProgressReporter | None,
 ) -> dict[str, Any]:
     """The runner of every kind the registered contracts can run with *adapter* and the run's options."""
     factory = None

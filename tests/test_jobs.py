@@ -12,6 +12,7 @@ import pytest
 from resumekit.conformance import contracts, fixtures, report, runner, schemas, shards
 from resumekit.conformance.adapters import PythonAdapter
 from resumekit.conformance.cli import COMMANDS, EXIT_SUBSET, EXIT_USAGE, _parser
+from resumekit.conformance.progress import ProgressReporter
 from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.reference import build_resume_plan
 from tests.support import run_resumekit
@@ -181,7 +182,7 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
     assert len(seen_threads) > 1 and run.jobs == 4
     assert all(r.ok for r in run.results)
     text = io.StringIO()
-    progress = report.ProgressReporter(text.write)
+    progress = ProgressReporter(text.write)
     runner.run(cases, adapter, profile="strict", reporter=progress, runners={"crash": slow_first}, jobs=3)
     progress.finish()
     assert text.getvalue().splitlines()[0].startswith("decision")

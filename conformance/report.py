@@ -196,7 +196,7 @@ def run_properties(run: Run) -> dict[str, str]:
         "resumekit.seed": "" if run.seed is None else str(run.seed),
     }
     if run.selection is not None:
-        properties["resumekit.selection"] = run.selection.describe()
+        properties["resumekit.selection"] = run.selection.describe(run.profile)
         for key, value in run.selection.to_dict().items():
             text = " ".join(value) if isinstance(value, list) else "" if value is None else str(value)
             properties[f"resumekit.selection.{key}"] = text
@@ -362,7 +362,7 @@ def format_summary(run: Run) -> str:
         f"kit:            resumekit {run.kit_version}, golden set {run.golden_digest[:16] or 'unknown'}",
     ]
     if run.selection is not None:
-        lines.append(f"selection:      {run.selection.describe()}")
+        lines.append(f"selection:      {run.selection.describe(run.profile)}")
         if run.selection.expectations_digest:
             lines.append(f"expectations:   sha256 {run.selection.expectations_digest[:16]}")
     if run.fault_models:
@@ -442,7 +442,7 @@ def to_markdown(run: Run) -> str:
         f"Kit `resumekit {run.kit_version}`; golden set `{run.golden_digest[:16] or 'unknown'}`.",
     ]
     if run.selection is not None:
-        lines.append(f"Selection: {run.selection.describe()}.")
+        lines.append(f"Selection: {run.selection.describe(run.profile)}.")
     if verdict.reasons:
         lines.append("Why: " + "; ".join(verdict.reasons) + ".")
     unclaimed = not_claimed_text(run)
@@ -515,11 +515,13 @@ def format_header(
     seed = ""
     if selection.seed is not None:
         seed = f"seed:           {selection.seed} (replay the schedule with --seed {selection.seed})\n"
+    # As the run compares: in the profile asked for if the implementation claims it, otherwise in core.
+    compared = selection.profile if selection.profile in run_info.profiles else "core"
     return (
         f"resumekit {kit_version}, golden set {golden_digest[:16] or 'unknown'}\n"
         f"implementation: {run_info.name} {run_info.version} via {run_info.adapter}; "
         f"claims {', '.join(run_info.capabilities) or 'nothing'}; profiles {', '.join(run_info.profiles)}\n"
-        f"selection:      {selection.describe()}\n"
+        f"selection:      {selection.describe(compared)}\n"
         f"{seed}"
         f"cases:          {selected} selected\n"
     )

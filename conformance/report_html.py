@@ -120,7 +120,7 @@ def _facts(run: Run) -> str:
         ("golden set", run.golden_digest or "unknown"),
     ]
     if run.selection is not None:
-        rows.append(("selection", run.selection.describe()))
+        rows.append(("selection", run.selection.describe(run.profile)))
         if run.selection.expectations_digest:
             rows.append(("expectations", f"sha256 {run.selection.expectations_digest}"))
     else:

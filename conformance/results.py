@@ -56,9 +56,15 @@ class Selection:
             reasons.append("--golden: not the bundled golden set")
         return (*reasons, *self.narrowed_by)
 
-    def describe(self) -> str:
-        """The selection in one line, for the header and the summary."""
+    def describe(self, compared: str | None = None) -> str:
+        """The selection in one line, for the header and the summary.
+
+        *compared* is the profile answers were compared in, when it is known: a run that asked for strict of
+        an implementation that claims only core is a core run, and the line says so.
+        """
         parts = [f"profile {self.profile}"]
+        if compared is not None and compared != self.profile:
+            parts = [f"profile {compared} ({self.profile} asked for, not claimed)"]
         parts.append(f"--only {' '.join(self.only)}" if self.only else "every case")
         if self.kinds:
             parts.append(f"--kind {' '.join(self.kinds)}")

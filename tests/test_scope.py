@@ -71,3 +71,14 @@ def test_a_passing_shard_exits_as_a_subset_run() -> None:
     assert code == EXIT_SUBSET, out[-2000:]
     assert "\nSHARD 1/2 PASSED (a subset run: merge every shard for the verdict): " in out
     assert "--shard" in EXIT_CODES.split(" 3 ")[1].split(" 130 ")[0]  # `run --help` says a shard exits 3
+
+
+def test_the_selection_line_of_a_core_run_says_core() -> None:
+    # Issue 21, item 8: `selection: profile strict` was printed for a run compared in core.
+    code, out = _cli("run", "-q", "--adapter", PROJECTION_ONLY)
+    assert code == EXIT_CERTIFIED, out
+    lines = [line for line in out.splitlines() if line.startswith("selection:")]
+    assert len(lines) == 2, out  # the header's and the summary's
+    assert all(line.split(None, 1)[1].startswith("profile core (strict asked for, not claimed), ") for line in lines)
+    code, out = _cli("run", "-q", "--adapter", PROJECTION_ONLY, "--profile", "core")
+    assert "selection:      profile core, every case" in out

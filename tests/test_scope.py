@@ -82,3 +82,17 @@ def test_the_selection_line_of_a_core_run_says_core() -> None:
     assert all(line.split(None, 1)[1].startswith("profile core (strict asked for, not claimed), ") for line in lines)
     code, out = _cli("run", "-q", "--adapter", PROJECTION_ONLY, "--profile", "core")
     assert "selection:      profile core, every case" in out
+
+
+def test_clause_coverage_lists_the_claimed_clauses_before_the_unclaimed(tmp_path: Path) -> None:
+    # Issue 21, item 8: for a projection-only implementation the unclaimed P1 clauses led the table.
+    page = tmp_path / "r.html"
+    code, out = _cli("run", "-q", "--adapter", PROJECTION_ONLY, "--report-html", str(page))
+    assert code == EXIT_CERTIFIED, out
+    table = page.read_text(encoding="utf-8").split('<table id="clauses">')[1].split("</table>")[0]
+    rows = table.split("<tr")[2:]  # past the head
+    unclaimed = ['<span class="note">none claimed</span>' in row for row in rows]
+    assert unclaimed.count(False) > 10 and unclaimed.count(True) > 10
+    first = unclaimed.index(True)
+    assert all(unclaimed[first:]), "a claimed clause comes after an unclaimed one"
+    assert "<code>PLAN-1</code>" in "".join(rows[:first])

@@ -42,6 +42,7 @@ from resumekit.conformance.cli import (
     OUTPUT_OPTIONS,
 )
 from resumekit.conformance.fixtures import Suite
+from resumekit.conformance.progress import ProgressReporter
 from resumekit.conformance.results import Implementation, Run, Selection, Shard
 from resumekit.conformance.runner import run as run_cases
 
@@ -115,7 +116,7 @@ def compared_profile(requested: str, implementation: Implementation) -> str:
     return requested if requested in implementation.profiles else "core"
 
 
-def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> report.ProgressReporter | None:
+def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> ProgressReporter | None:
     if arguments.quiet:
         return None
     isatty = getattr(stdout, "isatty", None)
@@ -126,7 +127,7 @@ def _progress(arguments: argparse.Namespace, stdout: IO[str], total: int) -> rep
         if live:
             stdout.flush()
 
-    return report.ProgressReporter(write, total=total, live=live)
+    return ProgressReporter(write, total=total, live=live)
 
 
 @contextlib.contextmanager
@@ -215,7 +216,7 @@ def _runners(
     adapter: Any,
     profile: str,
     seed: int,
-    progress: report.ProgressReporter | None,
+    progress: ProgressReporter | None,
 ) -> dict[str, Any]:
     """The runner of every kind the registered contracts can run with *adapter* and the run's options."""
     factory = None
@@ -305,8 +306,9 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     if not _write_reports(finished, arguments, expected, stderr, cases):
         return EXIT_INTERRUPTED if finished.interrupted else EXIT_USAGE
     if shard is not None and not finished.interrupted:
-        # A shard certifies nothing alone (`merge` gives the verdict): it fails only on a case that did not pass.
-        return EXIT_NOT_CERTIFIED if report.shard_failed(finished) else EXIT_CERTIFIED
+        # A shard certifies nothing alone (`merge` gives the verdict): it is a subset run, which fails only on a
+        # case that did not pass.
+        return EXIT_NOT_CERTIFIED if report.shard_failed(finished) else EXIT_SUBSET
     return _exit_code(finished)
 
 

@@ -107,6 +107,8 @@ table.stack td.first{flex-basis:100%;order:0}table.stack td{order:1}
 table.stack td[data-label]::before{content:attr(data-label) ": ";color:var(--mute);font-family:system-ui,sans-serif}
 td.gate{font-weight:600;overflow-wrap:anywhere}
 table.events td{border-width:1px 0 0 0}table.events td.mono{grid-column:1/-1;border-top:0;padding-left:24px}}
+@media (max-width:640px){#summary{table-layout:fixed}#summary th:first-child{width:25%}
+#summary th,#summary td{padding:2px 3px}#summary th.n{font-size:10.5px}#summary td:first-child{overflow-wrap:anywhere}}
 """
 
 

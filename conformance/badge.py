@@ -1,5 +1,8 @@
 """A run as a shields.io endpoint badge: ``resumekit | core 114/114``, never more than the verdict says.
 
+A certification of fewer capabilities than the selection has cases for names them and is a paler green:
+``core 128/128, Phase 0 projection only``.
+
 The document is valid against schemas/report/badge.json (shields.io's endpoint format, schemaVersion 1).
 """
 
@@ -11,6 +14,7 @@ from resumekit.conformance.results import Outcome, Run
 
 COLORS = {
     "certified": "brightgreen",
+    "claimed-only": "green",  # certified for what it claims, which leaves some selected cases not claimed
     "known": "yellowgreen",  # certified with known failures
     "not-certified": "red",
     "subset-passed": "blue",
@@ -35,9 +39,10 @@ def message(run: Run) -> tuple[str, str]:
         return f"subset {score} {state}, not certified", verdict.status
     if not verdict.certified:
         return f"not certified {score}", "not-certified"
+    only = f", {verdict.claimed_only} only" if verdict.claimed_only else ""
     if verdict.known_failures:
-        return f"{verdict.profile} {score}, {len(verdict.known_failures)} known failure(s)", "known"
-    return f"{verdict.profile} {score}", "certified"
+        return f"{verdict.profile} {score}{only}, {len(verdict.known_failures)} known failure(s)", "known"
+    return f"{verdict.profile} {score}{only}", "claimed-only" if only else "certified"
 
 
 def to_badge(run: Run) -> dict[str, Any]:

@@ -36,8 +36,8 @@ EXIT_CODES = f"""exit codes:
        failure passed, or no claimed case passed (in a subset run too)
   {EXIT_USAGE}    usage error: bad arguments, a broken fixture or expectations file, an adapter that
        cannot start, an empty selection, a report file that cannot be written
-  {EXIT_SUBSET}    subset run passed: --only, --kind, --kills below {DEFAULT_KILLS} or --golden narrowed
-       the run, so it is not a certification
+  {EXIT_SUBSET}    subset run passed: --only, --kind, --kills below {DEFAULT_KILLS}, --golden or --shard
+       narrowed the run, so it is not a certification (`resumekit merge` gives the shards' verdict)
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C): every process the kit started is killed and the reports
        are written, marked interrupted, with the cases that finished"""
 
@@ -84,6 +84,7 @@ def _command(commands: Any, name: str, summary: str, examples: str, exit_codes: 
         description=summary,
         epilog=f"{exit_codes}\n\nexamples:\n{examples}",
         formatter_class=_HelpFormatter,
+        allow_abbrev=False,  # `--adapt` is a mistake to point out, not a guess to make
     )
     return parser
 
@@ -244,6 +245,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Certify a crash-safe agent runtime against resumekit's golden fixtures.",
         epilog=f"`resumekit COMMAND --help` shows each command's options, defaults and examples.\n\n{EXIT_CODES}",
         formatter_class=_HelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"resumekit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -361,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     try:
-        arguments = _parser().parse_args(argv)
+        arguments = parse(argv)
         code = COMMANDS[arguments.command](arguments, sys.stdout, sys.stderr)
         sys.stdout.flush()
         return code
@@ -372,6 +374,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         _process.kill_all()
         sys.stderr.write("\nresumekit: interrupted\n")
         return EXIT_INTERRUPTED
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line parsed; a usage error exits 2 with the usage of the command it belongs to.
+
+    argparse leaves an option the command does not know to the top-level parser, whose usage says nothing
+    of the command's options; the command's own parser reports it instead.
+    """
+    parser = _parser()
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown:
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[arguments.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    return arguments
 
 
 def _quiet_stdout() -> None:

@@ -1,8 +1,10 @@
 """Golden fixtures as pytest items, so an implementer can certify a runtime inside their own pytest run.
 
 Inert until asked: nothing is collected unless ``--resumekit`` (or ``--resumekit-adapter``) is given.
-Each case becomes an item whose name is the fixture id and whose failure points at its YAML line. Under
-pytest-xdist every worker opens its own implementation and all of them share the controller's seed. This
+Each case becomes an item, ``golden/<path inside the golden set>::<case id>``, whose failure points at its
+YAML line; the session ends with the verdict line `resumekit run` would print, and ``--resumekit-certify``
+fails it unless that verdict is a certification. Under pytest-xdist every worker opens its own
+implementation, all of them share the controller's seed, and the controller gives the verdict. This
 entry module only declares the options: the machinery (the runner, the schemas, YAML) is imported when
 a run asks for it, so the plugin costs every other pytest run next to nothing.
 """
@@ -38,7 +40,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=None,
         metavar="KIND",
-        help="collect only these kinds (repeatable); opt-in kinds such as the P1 campaigns only when named here",
+        help="collect only these kinds (repeatable; makes a subset run); opt-in kinds such as the P1 campaigns "
+        "only when named here",
+    )
+    group.addoption(
+        "--resumekit-certify",
+        action="store_true",
+        help="fail the session unless the run certifies: a claimed case skipped or not run fails, and so does a "
+        "session narrowed by -k, -m, node ids or --resumekit-kind",
+    )
+    group.addoption(
+        "--resumekit-report-json",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the session's run as the JSON report of `resumekit run --report-json`",
     )
 
 
@@ -49,9 +65,11 @@ def _active(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     """Set the session up when asked for resumekit: the adapter, the seed, the golden folder to collect."""
     if _active(config):
-        from resumekit.conformance import _pytest_golden
+        from resumekit.conformance import _pytest_golden, _pytest_verdict
 
         _pytest_golden.configure(config)
+        # The hooks that gather the results and give the verdict, registered only for a resumekit session.
+        config.pluginmanager.register(_pytest_verdict.VerdictPlugin(config), _pytest_verdict.NAME)
 
 
 @pytest.hookimpl(optionalhook=True)

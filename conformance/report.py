@@ -65,49 +65,53 @@ def to_json(run: Run) -> dict[str, Any]:
     }
 
 
+def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
+    """A case result back from its JSON form (``CaseResult.to_dict``)."""
+    source = Source(data["file"], data.get("line")) if "file" in data else None
+    mismatches = tuple(
+        Mismatch(m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note")) for m in data["mismatches"]
+    )
+    return CaseResult(
+        case_id=data["id"],
+        kind=data["kind"],
+        outcome=Outcome(data["outcome"]),
+        clauses=tuple(data["clauses"]),
+        profile=data["profile"],
+        source=source,
+        duration=data["durationSeconds"],
+        mismatches=mismatches,
+        message=data.get("message"),
+        fault_model=data.get("faultModel"),
+        stderr_tail=data.get("stderrTail"),
+        transcript=tuple(data.get("transcript", ())),
+        replay=data.get("replay"),
+        expectation=data.get("expectation"),
+        counts_toward=tuple(data.get("countsToward", ())),
+        readings=tuple(data.get("readings", ())),
+        attested=tuple(data.get("attested", ())),
+        known_failure=(data.get("knownFailure") or {}).get("reason"),
+    )
+
+
+def implementation_from_dict(info: Mapping[str, Any]) -> Implementation:
+    """The implementation back from its JSON form (``Implementation.to_dict``)."""
+    return Implementation(
+        name=info["name"],
+        version=info["version"],
+        language=info["language"],
+        homepage=info.get("homepage", ""),
+        capabilities=tuple(info["capabilities"]),
+        profiles=tuple(info["profiles"]),
+        adapter=info["adapter"],
+    )
+
+
 def from_json(document: Mapping[str, Any]) -> Run:
     """A Run back from a document valid against schemas/report/run-report.json (a merged one, say)."""
-    results = []
-    for data in document["results"]:
-        source = Source(data["file"], data.get("line")) if "file" in data else None
-        mismatches = tuple(
-            Mismatch(m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note"))
-            for m in data["mismatches"]
-        )
-        results.append(
-            CaseResult(
-                case_id=data["id"],
-                kind=data["kind"],
-                outcome=Outcome(data["outcome"]),
-                clauses=tuple(data["clauses"]),
-                profile=data["profile"],
-                source=source,
-                duration=data["durationSeconds"],
-                mismatches=mismatches,
-                message=data.get("message"),
-                fault_model=data.get("faultModel"),
-                stderr_tail=data.get("stderrTail"),
-                transcript=tuple(data.get("transcript", ())),
-                replay=data.get("replay"),
-                expectation=data.get("expectation"),
-                counts_toward=tuple(data.get("countsToward", ())),
-                readings=tuple(data.get("readings", ())),
-                attested=tuple(data.get("attested", ())),
-                known_failure=(data.get("knownFailure") or {}).get("reason"),
-            )
-        )
-    info = document["implementation"]
+    results = [result_from_dict(data) for data in document["results"]]
     shard = document.get("shard")
     return Run(
-        implementation=Implementation(
-            name=info["name"],
-            version=info["version"],
-            language=info["language"],
-            homepage=info.get("homepage", ""),
-            capabilities=tuple(info["capabilities"]),
-            profiles=tuple(info["profiles"]),
-            adapter=info["adapter"],
-        ),
+        implementation=implementation_from_dict(document["implementation"]),
         profile=document["profile"],
         results=tuple(results),
         started=document["started"],
@@ -123,6 +127,7 @@ def from_json(document: Mapping[str, Any]) -> Run:
         selection=Selection.from_dict(document["selection"]) if document.get("selection") else None,
         interrupted=bool(document.get("interrupted", False)),
         selected=len(results),
+        messages_validated=bool(document.get("messagesValidated", True)),
     )
 
 
@@ -191,7 +196,7 @@ def run_properties(run: Run) -> dict[str, str]:
         "resumekit.seed": "" if run.seed is None else str(run.seed),
     }
     if run.selection is not None:
-        properties["resumekit.selection"] = run.selection.describe()
+        properties["resumekit.selection"] = run.selection.describe(run.profile)
         for key, value in run.selection.to_dict().items():
             text = " ".join(value) if isinstance(value, list) else "" if value is None else str(value)
             properties[f"resumekit.selection.{key}"] = text
@@ -325,7 +330,7 @@ def headline(run: Run) -> str:
     if run.shard is None:
         return run.verdict.headline
     how = "FAILED" if shard_failed(run) else "PASSED"
-    return f"SHARD {run.shard.index}/{run.shard.count} {how} (merge every shard)"
+    return f"SHARD {run.shard.index}/{run.shard.count} {how} (a subset run: merge every shard for the verdict)"
 
 
 def shard_failed(run: Run) -> bool:
@@ -357,7 +362,7 @@ def format_summary(run: Run) -> str:
         f"kit:            resumekit {run.kit_version}, golden set {run.golden_digest[:16] or 'unknown'}",
     ]
     if run.selection is not None:
-        lines.append(f"selection:      {run.selection.describe()}")
+        lines.append(f"selection:      {run.selection.describe(run.profile)}")
         if run.selection.expectations_digest:
             lines.append(f"expectations:   sha256 {run.selection.expectations_digest[:16]}")
     if run.fault_models:
@@ -372,6 +377,9 @@ def format_summary(run: Run) -> str:
         lines.append(f"{kind:<14}" + "".join(f"{row[o]:>13}" for o in Outcome))
     total = run.counts
     lines.append(f"{'total':<14}" + "".join(f"{total[o.value]:>13}" for o in Outcome))
+    unclaimed = not_claimed_text(run)
+    if unclaimed:
+        lines.append(f"not claimed:    {unclaimed}")
     for table in run.summaries:
         lines += ["", *format_summary_table(table)]
     # A passed campaign's message is its coverage (the crash points it visited), worth a line each.
@@ -388,6 +396,19 @@ def format_summary(run: Run) -> str:
     if not_run and not any("not run" in reason for reason in verdict.reasons):
         lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
     return "\n".join(lines)
+
+
+def not_claimed_text(run: Run) -> str:
+    """What the run did not test for want of a claim, in words; ``""`` when every case was claimed."""
+    counts: dict[str, int] = {}
+    for result in run.results:
+        if result.outcome is Outcome.NOT_CLAIMED:
+            counts[result.kind] = counts.get(result.kind, 0) + 1
+    if not counts:
+        return ""
+    kinds = ", ".join(f"{kind} {count}" for kind, count in counts.items())
+    claims = run.implementation.capabilities
+    return f"{sum(counts.values())} case(s) ({kinds}); the implementation claims {', '.join(claims) or 'nothing'}"
 
 
 def _is_campaign(kind_name: str) -> bool:
@@ -421,9 +442,12 @@ def to_markdown(run: Run) -> str:
         f"Kit `resumekit {run.kit_version}`; golden set `{run.golden_digest[:16] or 'unknown'}`.",
     ]
     if run.selection is not None:
-        lines.append(f"Selection: {run.selection.describe()}.")
+        lines.append(f"Selection: {run.selection.describe(run.profile)}.")
     if verdict.reasons:
         lines.append("Why: " + "; ".join(verdict.reasons) + ".")
+    unclaimed = not_claimed_text(run)
+    if unclaimed:
+        lines.append(f"Not claimed: {unclaimed}.")
     if run.fault_models:
         lines.append(f"Fault models: {'; '.join(run.fault_models)}.")
     if run.seed is not None:
@@ -475,8 +499,8 @@ def _markdown_verdict(run: Run) -> str:
     if not verdict.certified:
         return "**not certified**"
     if verdict.known_failures:
-        return f"certified: {verdict.profile_text}, with {len(verdict.known_failures)} known failure(s)"
-    return f"certified: {verdict.profile_text}"
+        return f"certified: {verdict.scope_text}, with {len(verdict.known_failures)} known failure(s)"
+    return f"certified: {verdict.scope_text}"
 
 
 def format_case_line(case: Case) -> str:
@@ -491,84 +515,13 @@ def format_header(
     seed = ""
     if selection.seed is not None:
         seed = f"seed:           {selection.seed} (replay the schedule with --seed {selection.seed})\n"
+    # As the run compares: in the profile asked for if the implementation claims it, otherwise in core.
+    compared = selection.profile if selection.profile in run_info.profiles else "core"
     return (
         f"resumekit {kit_version}, golden set {golden_digest[:16] or 'unknown'}\n"
         f"implementation: {run_info.name} {run_info.version} via {run_info.adapter}; "
         f"claims {', '.join(run_info.capabilities) or 'nothing'}; profiles {', '.join(run_info.profiles)}\n"
-        f"selection:      {selection.describe()}\n"
+        f"selection:      {selection.describe(compared)}\n"
         f"{seed}"
         f"cases:          {selected} selected\n"
     )
-
-
-class ProgressReporter:
-    """Tells a person how far a run is, through *write*.
-
-    On a terminal (*live*) one status line is rewritten in place: the case counter, the case, and inside
-    the random crash schedule the kill counter. Elsewhere (a CI log, a file) output is line-based and
-    quiet: a line when each kind ends, and a line every quarter of the schedule's kills.
-    """
-
-    def __init__(self, write: Callable[[str], Any], *, total: int = 0, live: bool = False, width: int = 79) -> None:
-        self._write, self._total, self._live, self._width = write, total, live, width
-        self._kind, self._done, self._status = "", 0, ""
-        self._counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
-        self._case = ""
-        self._reported_kills = 0
-
-    def _counter(self) -> str:
-        digits = len(str(self._total)) if self._total else 1
-        return f"[{self._done:>{digits}}/{self._total}]" if self._total else f"[{self._done}]"
-
-    def _show(self, text: str) -> None:
-        """Rewrite the status line (live only)."""
-        text = _clip(text, self._width)
-        pad = max(0, len(self._status) - len(text))
-        self._write("\r" + text + " " * pad)
-        self._status = text
-
-    def _clear(self) -> None:
-        if self._live and self._status:
-            self._write("\r" + " " * len(self._status) + "\r")
-            self._status = ""
-
-    def _line(self, text: str) -> None:
-        self._clear()
-        self._write(text + "\n")
-
-    def _end_kind(self) -> None:
-        if not self._kind:
-            return
-        counts = ", ".join(f"{n} {o.value.replace('_', ' ')}" for o, n in self._counts.items() if n)
-        self._line(f"{self._kind:<13} {counts or 'nothing ran'}  {self._counter()}")
-        self._counts = dict.fromkeys(Outcome, 0)
-
-    def case_started(self, case: Case) -> None:
-        if case.kind != self._kind:
-            self._end_kind()
-            self._kind = case.kind
-        self._case, self._reported_kills = case.id, 0
-        if self._live:
-            self._show(f"{self._counter()} {case.kind:<13} {case.id}")
-
-    def case_finished(self, result: CaseResult) -> None:
-        self._done += 1
-        self._counts[result.outcome] += 1
-        if result.outcome in (Outcome.FAILED, Outcome.ERRORED) and result.known_failure is None:
-            self._line(f"{result.outcome.value.upper()} {result.case_id} (details at the end)")
-        if self._live:
-            self._show(f"{self._counter()} {self._kind:<13} {result.case_id} {result.outcome.value}")
-
-    def kill_progress(self, done: int, total: int) -> None:
-        """Inside the random crash schedule: *done* of *total* kills."""
-        if self._live:
-            self._show(f"{self._counter()} {self._kind:<13} {self._case}: kill {done}/{total}")
-        elif total and done * 4 // total > self._reported_kills * 4 // total:
-            self._reported_kills = done
-            self._line(f"{self._kind:<13} {self._case}: kill {done}/{total}")
-
-    def finish(self) -> None:
-        """End the progress output: the last kind's line, and the status line cleared."""
-        self._end_kind()
-        self._kind = ""
-        self._clear()

@@ -114,12 +114,13 @@ def _facts(run: Run) -> str:
         ("implementation", f"{info.name} {info.version} ({info.language or 'unknown language'}) via {info.adapter}"),
         ("claims", f"{', '.join(info.capabilities) or 'nothing'}; profiles {', '.join(info.profiles)}"),
         ("profile run", profile),
-        ("certified profile", verdict.profile_text or "none"),
+        ("certified", verdict.scope_text or "nothing"),
+        ("not claimed", report.not_claimed_text(run) or "nothing: every selected case was claimed"),
         ("kit", f"resumekit {run.kit_version}, spec {SPEC_VERSION}, protocol {PROTOCOL_VERSION}"),
         ("golden set", run.golden_digest or "unknown"),
     ]
     if run.selection is not None:
-        rows.append(("selection", run.selection.describe()))
+        rows.append(("selection", run.selection.describe(run.profile)))
         if run.selection.expectations_digest:
             rows.append(("expectations", f"sha256 {run.selection.expectations_digest}"))
     else:
@@ -200,15 +201,22 @@ def _chip(result: CaseResult) -> str:
     return f'<i class="{css}" title="{_e(f"{result.case_id}: {result.outcome.value}")}"></i>'
 
 
+def _coverage_key(clause: str, results: Sequence[CaseResult]) -> tuple[bool, bool, tuple[str, int, str]]:
+    """Where a clause goes in the coverage table: failing first, then claimed, then cited by no claimed case."""
+    unclaimed = all(r.outcome is Outcome.NOT_CLAIMED for r in results)
+    return all(r.acceptable for r in results), unclaimed, _clause_key(clause)
+
+
 def _clause_matrix(run: Run, shown: set[str]) -> str:
-    """Clause by case: one square per claimed case citing the clause, clauses with a failure first."""
+    """Clause by case: one square per claimed case citing the clause; clauses with a failure first, then those
+    some claimed case cites, and last those only cases not claimed cite (what the run did not test)."""
     cited: dict[str, list[CaseResult]] = {}
     for result in run.results:
         for clause in result.clauses:
             cited.setdefault(clause, []).append(result)
     any_expected = any(r.expected_failure for r in run.results)
     rows = []
-    for clause in sorted(cited, key=lambda c: (all(r.acceptable for r in cited[c]), _clause_key(c))):
+    for clause in sorted(cited, key=lambda c: _coverage_key(c, cited[c])):
         results = cited[clause]
         claimed = [r for r in results if r.outcome is not Outcome.NOT_CLAIMED]
         passed = sum(1 for r in claimed if r.ok and r.known_failure is None)

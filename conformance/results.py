@@ -40,6 +40,8 @@ class Selection:
     expectations: str | None = None  # the --expect file, as given
     expectations_digest: str | None = None  # sha256 of its bytes
     fault_model: str = "process-crash"  # or "power-loss": the crash kinds under simulated power cuts
+    # What else narrowed the run, in words (the pytest plugin: cases a -k, -m or node id left out).
+    narrowed_by: tuple[str, ...] = ()
 
     def subset_reasons(self) -> tuple[str, ...]:
         """Why a run of this selection is not a certification; empty when it is one."""
@@ -52,11 +54,17 @@ class Selection:
             reasons.append(f"--kills {self.kills} (a certification kills at least {DEFAULT_KILLS} times)")
         if self.golden != "bundled":
             reasons.append("--golden: not the bundled golden set")
-        return tuple(reasons)
+        return (*reasons, *self.narrowed_by)
 
-    def describe(self) -> str:
-        """The selection in one line, for the header and the summary."""
+    def describe(self, compared: str | None = None) -> str:
+        """The selection in one line, for the header and the summary.
+
+        *compared* is the profile answers were compared in, when it is known: a run that asked for strict of
+        an implementation that claims only core is a core run, and the line says so.
+        """
         parts = [f"profile {self.profile}"]
+        if compared is not None and compared != self.profile:
+            parts = [f"profile {compared} ({self.profile} asked for, not claimed)"]
         parts.append(f"--only {' '.join(self.only)}" if self.only else "every case")
         if self.kinds:
             parts.append(f"--kind {' '.join(self.kinds)}")
@@ -69,6 +77,7 @@ class Selection:
             parts.append(f"golden {self.golden}")
         if self.expectations:
             parts.append(f"expectations {self.expectations}")
+        parts.extend(self.narrowed_by)
         return ", ".join(parts)
 
     @classmethod
@@ -85,6 +94,7 @@ class Selection:
             expectations=data.get("expectations"),
             expectations_digest=data.get("expectationsDigest"),
             fault_model=data.get("faultModel", "process-crash"),
+            narrowed_by=tuple(data.get("narrowedBy", ())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +110,7 @@ class Selection:
             "expectations": self.expectations,
             "expectationsDigest": self.expectations_digest,
             "faultModel": self.fault_model,
+            **({"narrowedBy": list(self.narrowed_by)} if self.narrowed_by else {}),
         }
 
 
@@ -115,6 +126,14 @@ class Verdict:
     known_failures: tuple[str, ...] = ()  # ids of expected failures that failed
     unexpected_passes: tuple[str, ...] = ()  # ids of expected failures that passed
     not_claimed_profile: str | None = None  # the profile asked for that the implementation does not claim
+    # The claimed capabilities in words ("Phase 0 projection"), when some case was not claimed for want of one.
+    claimed_only: str = ""
+
+    @property
+    def scope_text(self) -> str:
+        """What is certified, in words: ``strict``, ``core (strict not claimed)``, ``core, Phase 0 projection only``."""
+        text = self.profile_text
+        return f"{text}, {self.claimed_only} only" if text and self.claimed_only else text
 
     @property
     def profile_text(self) -> str:
@@ -136,8 +155,8 @@ class Verdict:
         if not self.certified:
             return "NOT CERTIFIED"
         if self.known_failures:
-            return f"CERTIFIED WITH {len(self.known_failures)} KNOWN FAILURE(S): {self.profile_text}"
-        return f"CERTIFIED: {self.profile_text}"
+            return f"CERTIFIED WITH {len(self.known_failures)} KNOWN FAILURE(S): {self.scope_text}"
+        return f"CERTIFIED: {self.scope_text}"
 
     @property
     def status(self) -> str:
@@ -158,6 +177,7 @@ class Verdict:
             "reasons": list(self.reasons),
             "knownFailures": list(self.known_failures),
             "unexpectedPasses": list(self.unexpected_passes),
+            **({"claimedOnly": self.claimed_only} if self.claimed_only else {}),
         }
 
 
@@ -428,12 +448,42 @@ class Run:
             known_failures=known,
             unexpected_passes=unexpected,
             not_claimed_profile=missing,
+            claimed_only=claimed_only(self) if certified else "",
         )
 
     @property
     def fault_models(self) -> tuple[str, ...]:
         """The distinct fault models the run exercised."""
         return tuple(sorted({r.fault_model for r in self.results if r.fault_model}))
+
+
+def claimed_only(run: Run) -> str:
+    """The implementation's capabilities in words, when a case of a profile it claims was not claimed; else ``""``.
+
+    A run of every case certifies only what the implementation claims; the verdict says so when that is less
+    than the selection: ``Phase 0 projection``, ``Phase 0 projection, store; P1 worker``.
+    """
+    info = run.implementation
+    if not any(r.outcome is Outcome.NOT_CLAIMED and r.profile in info.profiles for r in run.results):
+        return ""
+    return capability_words(info.capabilities)
+
+
+def capability_words(capabilities: tuple[str, ...]) -> str:
+    """Capabilities grouped by contract, in words: ``phase0.projection, phase0.store`` is ``Phase 0 projection,
+    store``; a capability of no registered contract stays as it is."""
+    from resumekit.conformance import contracts  # the registry imports this module: looked up when needed
+
+    titles = {contract.name: contract.title for contract in contracts.registered()}
+    groups: dict[str, list[str]] = {}
+    for capability in capabilities:
+        prefix, _, rest = capability.partition(".")
+        title = titles.get(prefix)
+        if title is None or not rest:
+            groups.setdefault(capability, [])
+        else:
+            groups.setdefault(title, []).append(rest.replace("-", " "))
+    return "; ".join(f"{title} {', '.join(rests)}" if rests else title for title, rests in groups.items()) or "nothing"
 
 
 def _failing_reasons(claimed: list[CaseResult]) -> tuple[str, ...]:

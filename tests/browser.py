@@ -79,6 +79,12 @@ def _visible_box(page: Any, selector: str) -> dict[str, float] | None:
     return element.bounding_box() if element is not None and element.is_visible() else None
 
 
+def _fits(page: Any, selector: str) -> bool:
+    """Whether the table *selector* shows every column without scrolling sideways in its box."""
+    fits: bool = page.eval_on_selector(selector, "t => t.parentElement.scrollWidth <= t.parentElement.clientWidth")
+    return fits
+
+
 def _verdict_on_first_screen(page: Any, check: Checks, width: str) -> None:
     box = _visible_box(page, "#verdict")
     ok = box is not None and box["y"] + box["height"] <= page.viewport_size["height"]
@@ -92,6 +98,7 @@ def check_failing(page: Any, check: Checks, width: str, case_id: str) -> None:
     check(f"{width}: verdict says NOT CERTIFIED", headline == "NOT CERTIFIED", headline)
     for selector in ("#summary", "#clauses", "section.case table.side"):
         check(f"{width}: {selector} rendered", _visible_box(page, selector) is not None)
+    check(f"{width}: the kinds table shows every column", _fits(page, "#summary"))
     section = f"section.case#case-{case_id}"
     check(f"{width}: the failing case {case_id} has a section", _visible_box(page, section) is not None)
     expected = page.query_selector(f"{section} tr.differs td.expected mark")
@@ -129,6 +136,7 @@ def check_passing(page: Any, check: Checks, width: str, headline_start: str) -> 
     check(f"{width}: verdict starts {headline_start!r}", headline.startswith(headline_start), headline)
     for selector in ("#summary", "#clauses"):
         check(f"{width}: {selector} rendered", _visible_box(page, selector) is not None)
+    check(f"{width}: the kinds table shows every column", _fits(page, "#summary"))
     check(f"{width}: no failing case section", page.query_selector("section.case") is None)
     if page.query_selector("#gates") is not None:
         rows = page.query_selector_all("#gates tbody tr")
@@ -186,9 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = arguments.out
     out.mkdir(parents=True, exist_ok=True)
     failing = write_report(out, "failing", "--adapter", BROKEN)
-    first = next(
-        r["id"] for r in json.loads((out / "failing.json").read_text())["results"] if r["outcome"] == "failed"
-    )
+    first = next(r["id"] for r in json.loads((out / "failing.json").read_text())["results"] if r["outcome"] == "failed")
     if arguments.full:
         passing = write_report(out, "passing", "--adapter", "reference", "--jobs", "auto")
         headline = "CERTIFIED"

@@ -22,6 +22,8 @@ import pytest
 from tests.support import ROOT
 
 pytest_plugins = ["pytester"]
+# A project of its own, run by tests/test_sample_project.py through its noxfile, not collected here.
+collect_ignore = ["sample_project"]
 _CACHE = pytest.StashKey[str]()
 TEST_INSTALLED = "RESUMEKIT_TEST_INSTALLED"
 _FIX = "python -m pip install -e '.[test]'"

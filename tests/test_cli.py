@@ -10,6 +10,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from resumekit.conformance import schemas
 from resumekit.conformance.cli import (
     COMMANDS,
@@ -180,3 +182,22 @@ def test_validate_warns_on_a_clause_no_case_cites(golden_copy: Path) -> None:
     assert code == EXIT_CERTIFIED, err
     assert "warning: no case cites clause PLAN-10" in err
     assert "1 uncited clause(s)" in out
+
+
+def test_an_abbreviated_option_is_refused_with_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 21, item 8: `--adapt` was taken for --adapter, and a mistyped option printed the top-level usage.
+
+    from resumekit.conformance.cli import parse
+
+    for argv, command, wrong in (
+        (["run", "--adapt", "reference"], "run", "--adapt reference"),
+        (["run", "--profil", "core"], "run", "--profil core"),
+        (["list", "--onl", "x"], "list", "--onl x"),
+        (["merge", "a.json", "-o", "m.json", "--jun", "j.xml"], "merge", "--jun j.xml"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            parse(argv)
+        assert stopped.value.code == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: resumekit {command} "), err
+        assert err.rstrip().endswith(f"resumekit {command}: error: unrecognized arguments: {wrong}"), err

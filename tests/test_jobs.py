@@ -12,6 +12,7 @@ import pytest
 from resumekit.conformance import contracts, fixtures, report, runner, schemas, shards
 from resumekit.conformance.adapters import PythonAdapter
 from resumekit.conformance.cli import COMMANDS, EXIT_SUBSET, EXIT_USAGE, _parser
+from resumekit.conformance.progress import ProgressReporter
 from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.reference import build_resume_plan
 from tests.support import run_resumekit
@@ -60,7 +61,7 @@ def test_three_shards_merged_equal_the_unsharded_run(one_job: dict[str, Any], tm
     for index in (1, 2, 3):
         path = tmp_path / f"shard{index}.json"
         code, document, output = resumekit(path, "--adapter", "reference", *SELECTION, "--shard", f"{index}/3")
-        assert code == 0, output
+        assert code == EXIT_SUBSET, output  # a passing shard is a subset run (issue 21, item 4)
         assert schemas.first_violation(schemas.RUN_REPORT, document) is None
         assert document["shard"]["index"] == index and 0 < len(document["results"]) < len(one_job["results"])
         paths.append(path)
@@ -181,7 +182,7 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
     assert len(seen_threads) > 1 and run.jobs == 4
     assert all(r.ok for r in run.results)
     text = io.StringIO()
-    progress = report.ProgressReporter(text.write)
+    progress = ProgressReporter(text.write)
     runner.run(cases, adapter, profile="strict", reporter=progress, runners={"crash": slow_first}, jobs=3)
     progress.finish()
     assert text.getvalue().splitlines()[0].startswith("decision")

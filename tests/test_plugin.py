@@ -96,6 +96,10 @@ def test_under_xdist_every_golden_item_runs_once_with_one_seed(run, tmp_path: Pa
     result.assert_outcomes(passed=len(expected))
     ran = sorted(line.split(" ", 1)[1] for line in result.stdout.lines if line.startswith("PASSED "))
     assert ran == expected, "every golden item ran exactly once"
+    # The controller gathered every worker's results into one verdict.
+    assert _verdict_line(result).startswith(
+        f"SUBSET: selected cases passed (not a certification): {len(expected)} passed"
+    )
     import xml.etree.ElementTree as ElementTree
 
     cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
@@ -118,3 +122,94 @@ def test_the_campaigns_are_collected_only_when_their_kind_is_named(run) -> None:
     assert "p1-soak-20-tasks" not in default and "p1-capture-completes" in default
     named = run("--resumekit-adapter", "reference", "--resumekit-kind", "p1-campaign", "--collect-only", "-q")
     assert "p1-soak-20-tasks" in named.stdout.str() and "p1-capture-completes" not in named.stdout.str()
+
+
+def _verdict_line(result: pytest.RunResult) -> str:
+    [line] = [line for line in result.stdout.lines if line.startswith(("CERTIFIED", "NOT CERTIFIED", "SUBSET"))]
+    return line
+
+
+def test_the_session_ends_with_the_verdict_line_of_run(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--resumekit-adapter", REFERENCE, "-k", "prefix or crash-p1")
+    assert result.ret == pytest.ExitCode.OK
+    line = _verdict_line(result)
+    assert line.startswith("SUBSET: selected cases passed (not a certification): 4 passed,"), line
+    assert "3 not claimed" in line, line
+    result.stdout.fnmatch_lines(["*pytest ran 7 of the * selected cases (* left out by -k, -m, node ids*"])
+
+
+def test_certify_fails_a_session_narrowed_by_k(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--resumekit-adapter", REFERENCE, "-k", "prefix", "--resumekit-certify")
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["SUBSET: *", "*--resumekit-certify: the session fails, as the run is not a cert*"])
+
+
+def test_certify_passes_an_in_process_runtime_for_what_it_claims(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    saved = tmp_path / "report.json"
+    result = run("--resumekit-adapter", REFERENCE, "--resumekit-certify", f"--resumekit-report-json={saved}")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    assert _verdict_line(result).startswith("CERTIFIED: strict"), _verdict_line(result)
+    import json
+
+    from resumekit.conformance import report, schemas
+
+    document = json.loads(saved.read_text(encoding="utf-8"))
+    assert schemas.first_violation(schemas.BASE + "report/run-report.json", document) is None
+    finished = report.from_json(document)
+    assert finished.certified and finished.counts["passed"] == sum(1 for r in finished.results if r.kind == "decision")
+
+
+def test_a_declined_case_never_passes_and_fails_under_certify(run) -> None:  # type: ignore[no-untyped-def]
+    from tests.support import python_command
+
+    adapter = python_command("-m", "tests.broken.adapters", "declines")
+    select = ("-k", "prefix-after-function", "-rs")
+    lenient = run("--resumekit-adapter", adapter, *select)
+    lenient.assert_outcomes(passed=1, skipped=1)
+    lenient.stdout.fnmatch_lines(["*skipped, which counts against certification: declined on purpose*"])
+    assert _verdict_line(lenient).startswith("SUBSET: selected cases did not all pass"), _verdict_line(lenient)
+    strict = run("--resumekit-adapter", adapter, *select, "--resumekit-certify")
+    strict.assert_outcomes(passed=1, failed=1)
+    strict.stdout.fnmatch_lines(["*SKIPPED prefix-after-function-response*", "*declined on purpose*"])
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_node_ids_name_the_golden_set_wherever_the_kit_is_installed(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+    import xml.etree.ElementTree as ElementTree
+
+    from resumekit.conformance._resources import golden_dir
+
+    installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "resumekit" / "_data" / "golden"
+    shutil.copytree(golden_dir(), installed)
+    monkeypatch.setenv("RESUMEKIT_GOLDEN", str(installed))
+    listed = run("--resumekit-adapter", REFERENCE, "--collect-only", "-q").stdout.lines
+    ids = [line for line in listed if "::" in line]
+    assert len(ids) > 300 and all(line.startswith("golden/") for line in ids), ids[:3]
+    assert "golden/phase0/decisions/offset.yaml::offset-above-with-name-mismatch" in ids
+    junit = tmp_path / "junit.xml"
+    select = ("-k", "offset-above-with-name-mismatch or crash-p4")
+    ran = run("--resumekit-adapter", "reference", *select, f"--junitxml={junit}", "-o", "junit_family=xunit1", "-v")
+    ran.stdout.fnmatch_lines(["golden/phase0/failpoints.yaml::crash-p4 PASSED*"])
+    cases = {case.get("name"): case for case in ElementTree.parse(junit).getroot().iter("testcase")}
+    offset = cases["offset-above-with-name-mismatch"]
+    assert offset.get("classname") == "golden.phase0.decisions.offset.yaml"
+    assert offset.get("file") == "golden/phase0/decisions/offset.yaml"
+    assert "site-packages" not in junit.read_text(encoding="utf-8").replace(str(installed), "")
+
+
+def test_a_node_id_as_printed_selects_its_case(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--resumekit-adapter", REFERENCE, "golden/phase0/failpoints.yaml::prefix-after-function-call", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["golden/phase0/failpoints.yaml::prefix-after-function-call PASSED*"])
+
+
+def test_a_module_level_profiles_narrows_the_claim_and_core_is_compared(run) -> None:  # type: ignore[no-untyped-def]
+    # Issue 21, item 5: `profiles = ("core",)` on the module was ignored, so strict cases failed by the dozen.
+    result = run("--resumekit-adapter", "python:tests.core_only_module:build_resume_plan", "--resumekit-certify")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    line = _verdict_line(result)
+    assert line.startswith("CERTIFIED: core (strict not claimed)") and " 0 failed" in line, line

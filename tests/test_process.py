@@ -77,6 +77,12 @@ def test_stray_lines_are_seen_before_the_next_request() -> None:
             True,
             [r"C:\tools\python.exe", "-m", "tests.broken.adapters", "hangs"],
         ),
+        # As docs/certifying.md says: on Windows single quotes group a word but stay in it, and a backslash
+        # is no escape; on POSIX both work as a shell's.
+        ("node 'my adapter.mjs'", True, ["node", "'my adapter.mjs'"]),
+        ("node 'my adapter.mjs'", False, ["node", "my adapter.mjs"]),
+        (r"node my\ adapter.mjs", False, ["node", "my adapter.mjs"]),
+        (r'node "C:\My Tools\adapter.mjs"', True, ["node", r"C:\My Tools\adapter.mjs"]),
     ],
 )
 def test_adapter_commands_split_like_the_platform_shell(command: str, windows: bool, argv: list[str]) -> None:

@@ -158,10 +158,12 @@ def test_a_subset_run_says_subset_as_the_text_report_does(tmp_path: Path) -> Non
 def test_a_core_only_implementation_is_certified_for_core_nowhere_strict(tmp_path: Path) -> None:
     code, out, text, shield = _run(tmp_path, "--adapter", CORE_ONLY)
     assert code == 0, out
-    assert '<p class="headline">CERTIFIED: core (strict not claimed)</p>' in text
-    assert "<dd>core (strict not claimed)</dd>" in text and "strict asked for, not claimed" in text
+    # In-process, it claims the decisions alone, and every report says so (issue 21, item 4).
+    assert '<p class="headline">CERTIFIED: core (strict not claimed), Phase 0 projection only</p>' in text
+    assert "<dd>core (strict not claimed), Phase 0 projection only</dd>" in text
+    assert "strict asked for, not claimed" in text
     assert str(shield["message"]).startswith("core ") and "strict" not in str(shield["message"])
-    assert shield["color"] == "brightgreen"
+    assert str(shield["message"]).endswith(", Phase 0 projection only") and shield["color"] == "green"
 
 
 def test_output_files_are_checked_before_the_first_case(tmp_path: Path) -> None:
@@ -237,7 +239,7 @@ def test_known_failures_and_unexpected_passes_are_told_apart() -> None:
 @pytest.mark.parametrize(
     ("fields", "message", "color"),
     [
-        ({}, "strict 1/1", "brightgreen"),
+        ({}, "strict 1/1, Phase 0 projection only", "green"),  # a case not claimed: the scope is named
         ({"selection": Selection(kills=0)}, "subset 1/1 passed, not certified", "blue"),
         ({"interrupted": True, "selected": 3}, "interrupted 1/1, not certified", "lightgrey"),
         ({"shard": Shard(2, 3, ("ok",), 7)}, "shard 2/3, not certified", "lightgrey"),

@@ -85,7 +85,7 @@ def test_a_whole_run_is_a_certification_and_records_its_full_selection(tmp_path:
     options, report, junit, _ = _reports(tmp_path)
     code, out, _ = _cli("run", "-q", "--adapter", REFERENCE, "--seed", "9", "--timeout", "12.5", *options)
     assert code == EXIT_CERTIFIED, out
-    assert "CERTIFIED: strict:" in out
+    assert "CERTIFIED: strict, Phase 0 projection only:" in out  # in-process: the decisions alone are claimed
     document = json.loads(report.read_text(encoding="utf-8"))
     assert schemas.first_violation(schemas.RUN_REPORT, document) is None
     assert document["certified"] is True and document["scope"] == "certification"

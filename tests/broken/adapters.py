@@ -316,6 +316,15 @@ class ChattyHello(Harness):
         return super()._hello(request)
 
 
+class Declines(Harness):
+    """Declines one case on purpose (a `skipped` answer): never a pass, and against certification."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("case") == VICTIM:
+            return {"seq": request["seq"], "skipped": {"reason": "declined on purpose"}}
+        return super().handle(request)
+
+
 # -- hostile adapters (issue 12): each takes its argument from the command line after the mode -----------
 
 
@@ -658,6 +667,7 @@ class CutsTornTailAtOpen(Harness):
 
 
 MODES: dict[str, type[Harness]] = {
+    "declines": Declines,
     "ack-before-durable": AckBeforeDurable,
     "finally-anyway": FinallyAnyway,
     "never-writes-marker": NeverWritesMarker,

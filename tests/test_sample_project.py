@@ -67,7 +67,12 @@ needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed on t
 
 @needs_node
 def test_the_node_phase0_example_through_pytest(tmp_path: Path) -> None:
-    done = _nox("node_phase0", "-k", "offset-above-with-name-mismatch or prefix-after-function-call or crash-p4", tmp_path=tmp_path)
+    done = _nox(
+        "node_phase0",
+        "-k",
+        "offset-above-with-name-mismatch or prefix-after-function-call or crash-p4",
+        tmp_path=tmp_path,
+    )
     assert "2 passed" in _verdict(done) and "1 not claimed" in _verdict(done), _verdict(done)
     assert done.returncode != 0  # a subset, which --resumekit-certify refuses
 

@@ -219,7 +219,7 @@ class GoldenItem(pytest.Item):
         return self.path, line, f"golden: {self.case.id}"
 
     @property
-    def location(self) -> tuple[str, int | None, str]:  # type: ignore[override]
+    def location(self) -> tuple[str, int | None, str]:
         # What failure headers and JUnit's `file` show: the stable name, not a path inside a virtualenv.
         _, line, text = self.reportinfo()
         return self.parent.nodeid if self.parent is not None else self.nodeid, line, text

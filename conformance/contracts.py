@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resumekit.conformance.results import Summary, SummaryTable
+from resumekit.conformance.results import Summary, SummaryTable, name_contract
 
 if TYPE_CHECKING:
     from resumekit.conformance.adapters import Adapter, ProcessAdapter
@@ -180,6 +180,7 @@ def _add(contract: Contract) -> None:
         if clash:
             raise ContractError(f"contract {contract.name!r} reuses {sorted(clash)} of contract {other.name!r}")
     _registered.append(contract)
+    name_contract(contract.name, contract.title)
     _index.cache_clear()
 
 
@@ -193,6 +194,7 @@ def unregister(name: str) -> None:
     """Forget the contract called *name* (tests register one for a while)."""
     _discover()
     _registered[:] = [contract for contract in _registered if contract.name != name]
+    name_contract(name, None)
     _index.cache_clear()
 
 

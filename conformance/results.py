@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from resumekit.conformance._defaults import DEFAULT_KILLS
+
 
 class Outcome(str, enum.Enum):
     """How one case ended."""
@@ -23,7 +25,6 @@ class Outcome(str, enum.Enum):
 # The outcomes that count against certification.
 # A case the kit could not run is no pass: a run that asked for it certifies nothing it did not test.
 BAD = frozenset({Outcome.FAILED, Outcome.ERRORED, Outcome.SKIPPED, Outcome.NOT_RUN})
-DEFAULT_KILLS = 200  # kills in the random crash schedule of a certification; fewer make a subset run
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,12 +470,23 @@ def claimed_only(run: Run) -> str:
     return capability_words(info.capabilities)
 
 
+# Each registered contract's title by its name, kept by the registry (``contracts``), which imports this
+# module: the rules here read it without importing the registry and its plug-in discovery.
+_CONTRACT_TITLES: dict[str, str] = {}
+
+
+def name_contract(name: str, title: str | None) -> None:
+    """Record (or, with *title* None, forget) the title capabilities of contract *name* are grouped under."""
+    if title is None:
+        _CONTRACT_TITLES.pop(name, None)
+    else:
+        _CONTRACT_TITLES[name] = title
+
+
 def capability_words(capabilities: tuple[str, ...]) -> str:
     """Capabilities grouped by contract, in words: ``phase0.projection, phase0.store`` is ``Phase 0 projection,
     store``; a capability of no registered contract stays as it is."""
-    from resumekit.conformance import contracts  # the registry imports this module: looked up when needed
-
-    titles = {contract.name: contract.title for contract in contracts.registered()}
+    titles = _CONTRACT_TITLES
     groups: dict[str, list[str]] = {}
     for capability in capabilities:
         prefix, _, rest = capability.partition(".")

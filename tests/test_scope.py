@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from resumekit.conformance import badge, report, schemas
+from resumekit.conformance import badge, contracts, report, schemas
 from resumekit.conformance.cli import COMMANDS, EXIT_CERTIFIED, EXIT_CODES, EXIT_SUBSET, _parser
 from resumekit.conformance.results import CaseResult, Implementation, Outcome, Run, Selection, capability_words
 
@@ -59,6 +59,7 @@ def test_a_certification_of_every_selected_case_names_no_scope() -> None:
 
 
 def test_capabilities_in_words_are_grouped_by_contract() -> None:
+    contracts.registered()  # the registry names each contract's title as it registers it
     words = capability_words(("phase0.projection", "phase0.ledger-file", "p1.worker", "acme.thing", "odd"))
     assert words == "Phase 0 projection, ledger file; P1 worker; acme.thing; odd"
     assert capability_words(()) == "nothing"

@@ -48,6 +48,9 @@ class IgnoresSupersededAttempts(_Tracked):
     def _superseded(self, attempt: reference.Attempt) -> bool:
         return False
 
+    def _abandoned(self, attempt: reference.Attempt) -> bool:
+        return False  # the superseded attempt's lost lease is recorded too: out of sight with the rows
+
     def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
         real_rows = self.journal.rows
 

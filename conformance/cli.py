@@ -11,15 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from resumekit.conformance import (
-    __version__,
-    _process,
-    contracts,
-)
-from resumekit.conformance.adapters import (
-    DEFAULT_TIMEOUT,
-)
-from resumekit.conformance.results import DEFAULT_KILLS
+# Only what needs nothing else: `--version` answers before the parser is built, and the parser before any
+# harness is loaded (each command imports its module when it runs).
+from resumekit.conformance import __version__
+from resumekit.conformance._defaults import DEFAULT_KILLS, DEFAULT_TIMEOUT
 
 # The one exit-code rule of `resumekit run` (docs/certifying.md states it too, and so does --help).
 EXIT_CERTIFIED = 0  # a certification: every claimed case passed (or is an expected failure), and some passed
@@ -115,6 +110,8 @@ def _run_parser(commands: Any) -> None:
 
 def _run_selection(run: argparse.ArgumentParser) -> None:
     """`run`'s options that choose the implementation and the cases."""
+    from resumekit.conformance import contracts
+
     run.add_argument(
         "--adapter",
         default="reference",
@@ -213,9 +210,10 @@ def _run_parallel(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--jobs",
         type=_jobs,
-        default=1,
+        default="auto",
         metavar="N",
-        help="run N cases at once, each process case with its own workspace and processes (0 or 'auto': one per CPU)",
+        help="run N cases at once, each process case with its own workspace and processes (0 or 'auto': one per "
+        "CPU; 1: one at a time)",
     )
     run.add_argument(
         "--shard",
@@ -362,8 +360,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args == ["--version"]:  # answered before anything else is imported or built
+        sys.stdout.write(f"resumekit {__version__}\n")
+        return EXIT_CERTIFIED
     try:
-        arguments = parse(argv)
+        arguments = parse(args)
         code = COMMANDS[arguments.command](arguments, sys.stdout, sys.stderr)
         sys.stdout.flush()
         return code
@@ -371,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
+        from resumekit.conformance import _process
+
         _process.kill_all()
         sys.stderr.write("\nresumekit: interrupted\n")
         return EXIT_INTERRUPTED

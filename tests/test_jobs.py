@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def verdicts(document: dict[str, Any]) -> list[tuple[str, str, str]]:
 @pytest.fixture(scope="module")
 def one_job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("jobs") / "jobs1.json"
-    code, document, output = resumekit(path, "--adapter", "reference", *SELECTION)
+    code, document, output = resumekit(path, "--adapter", "reference", *SELECTION, "--jobs", "1")
     assert code == EXIT_SUBSET, output  # --only: a subset run, which passed
     return document
 
@@ -140,6 +141,9 @@ def test_shard_needs_a_seed_and_jobs_accepts_auto() -> None:
     assert code == EXIT_USAGE and "--seed" in err
     assert _parser().parse_args(["run", "--jobs", "auto"]).jobs >= 1
     assert _parser().parse_args(["run", "--jobs", "0"]).jobs >= 1
+    # The default uses the machine: one case per CPU.
+    assert _parser().parse_args(["run"]).jobs == (os.cpu_count() or 1)
+    assert _parser().parse_args(["run", "--jobs", "1"]).jobs == 1
     with pytest.raises(SystemExit):
         _parser().parse_args(["run", "--jobs", "-1"])
 

@@ -256,10 +256,12 @@ CATALOG_BREAKS: dict[str, Callable[[str], tuple[str, str]]] = {
     ),
     "a leading zero": lambda text: (text.replace("{id: P1, ", "{id: P01, "), "failpoint id 'P01' where FP-1 has 'P1'"),
     "a missing last boundary": lambda text: (
-        text.replace(_failpoint_line(text, "P11"), ""), "the catalog stops before 'P11'"
+        text.replace(_failpoint_line(text, "P11"), ""),
+        "the catalog stops before 'P11'",
     ),
     "a boundary past P11": lambda text: (
-        text + _failpoint_line(text, "P11").replace("{id: P11, ", "{id: P12, "), "failpoint id 'P12' is past P11"
+        text + _failpoint_line(text, "P11").replace("{id: P11, ", "{id: P12, "),
+        "failpoint id 'P12' is past P11",
     ),
     "the wrong committed prefix": lambda text: (
         text.replace(
@@ -636,3 +638,21 @@ def test_list_reads_the_cache_without_importing_jsonschema(cache_folder: Path) -
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
     )
     assert done.stdout.splitlines()[-1] == "False"
+
+
+def test_version_is_answered_before_the_kit_is_loaded() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from resumekit.conformance.cli import main
+        code = main(["--version"])
+        print(code, sorted(m for m in sys.modules if m.startswith("resumekit.")))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    version_line, loaded = done.stdout.splitlines()
+    assert version_line.startswith("resumekit ")
+    # The command line and the constants it shows; no registry, harness, adapter or process module.
+    assert loaded == "0 ['resumekit.conformance', 'resumekit.conformance._defaults', 'resumekit.conformance.cli']"

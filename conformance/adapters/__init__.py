@@ -12,6 +12,7 @@ this process) and ``factory`` (an adapter from what the user names).
 
 from __future__ import annotations
 
+from resumekit.conformance._defaults import DEFAULT_TIMEOUT
 from resumekit.conformance.adapters.budget import START_ATTEMPTS, StartBudget
 from resumekit.conformance.adapters.factory import (
     AdapterFactory,
@@ -31,7 +32,7 @@ from resumekit.conformance.adapters.messages import (
     decode_message,
     is_integer,
 )
-from resumekit.conformance.adapters.process_adapter import DEFAULT_TIMEOUT, TRANSCRIPT_LENGTH, ProcessAdapter
+from resumekit.conformance.adapters.process_adapter import TRANSCRIPT_LENGTH, ProcessAdapter
 from resumekit.conformance.adapters.python_adapter import PlanFunction, PythonAdapter, load_python
 from resumekit.conformance.results import Implementation
 

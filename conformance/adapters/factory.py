@@ -8,10 +8,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from resumekit.conformance._defaults import DEFAULT_TIMEOUT
 from resumekit.conformance._process import MARKER
 from resumekit.conformance.adapters.budget import StartBudget
 from resumekit.conformance.adapters.interface import Adapter, AdapterStartError
-from resumekit.conformance.adapters.process_adapter import DEFAULT_TIMEOUT, ProcessAdapter
+from resumekit.conformance.adapters.process_adapter import ProcessAdapter
 from resumekit.conformance.adapters.python_adapter import load_python
 
 # ``python -m`` and ``-c`` put the working directory first on sys.path, where a user's own module could

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, __version__, schemas
+from resumekit.conformance._defaults import DEFAULT_TIMEOUT
 from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout
 from resumekit.conformance.adapters.budget import StartBudget
 from resumekit.conformance.adapters.interface import AdapterStartError, Reply
@@ -32,7 +33,6 @@ from resumekit.conformance.adapters.messages import (
 )
 from resumekit.conformance.results import Implementation
 
-DEFAULT_TIMEOUT = 10.0
 TRANSCRIPT_LENGTH = 8
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from resumekit.conformance._defaults import DEFAULT_KILLS
 from resumekit.conformance.contracts import CaseRunner, Contract, FileKind, Kind, RunContext, lazy_reader
 from resumekit.conformance.phase0.cases import CrashCase, DecisionCase, LedgerFaultCase, ScheduleCase
-from resumekit.conformance.results import DEFAULT_KILLS
 from resumekit.conformance.schemas import BASE
 
 KINDS = (

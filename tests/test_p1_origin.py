@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance.p1.origin import _KIT_IDENTITY, GitError, create_origin, git
+from resumekit.conformance.p1.origin import _KIT_IDENTITY, GitError, _build_origin, create_origin, git, read_refs
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -18,11 +18,31 @@ def _clone(origin_url: str, where: Path) -> Path:
 
 
 def test_a_base_commit_is_reproducible(tmp_path: Path) -> None:
-    one = create_origin(tmp_path / "a", {"README.md": "hello\n", "src/x.txt": "x\n"})
-    two = create_origin(tmp_path / "b", {"README.md": "hello\n", "src/x.txt": "x\n"})
-    assert one.base_oid == two.base_oid
+    files = {"README.md": "hello\n", "src/x.txt": "x\n"}
+    one = create_origin(tmp_path / "a", files)
+    # The origins a run copies are the repository a fresh build makes, refs, commits and hooks alike.
+    fresh = _build_origin(tmp_path / "fresh", files, "main", "base", (), {"later.txt": "later\n"})
+    copied = create_origin(tmp_path / "c", files, later={"later.txt": "later\n"})
+    assert (copied.base_oid, copied.later_oid) == (fresh.base_oid, fresh.later_oid) and one.base_oid == fresh.base_oid
+    assert read_refs(copied.path) == read_refs(fresh.path) == dict(copied.made)
+    assert sorted(p.name for p in (copied.path / "hooks").iterdir()) == sorted(
+        p.name for p in (fresh.path / "hooks").iterdir()
+    )
     assert one.head() == one.base_oid
     assert one.commits_since(one.base_oid) == []
+
+
+def test_each_copied_origin_is_a_repository_of_its_own(tmp_path: Path) -> None:
+    one = create_origin(tmp_path / "a", {"README.md": "hello\n"})
+    two = create_origin(tmp_path / "b", {"README.md": "hello\n"})
+    assert one.path != two.path and one.base_oid == two.base_oid
+    one.govern({"main": one.base_oid})
+    work = _clone(one.url, tmp_path / "w")
+    git(["commit", "--allow-empty", "--quiet", "-m", "only in one"], cwd=work, env=_KIT_IDENTITY)
+    git(["push", "--quiet", "origin", "HEAD:refs/heads/main"], cwd=work)
+    assert len(one.commits_since(one.base_oid)) == 1
+    assert two.commits_since(two.base_oid) == [] and two.pushes() == []
+    assert create_origin(tmp_path / "c", {"README.md": "hello\n"}).head() == one.base_oid
 
 
 def test_the_hook_lets_one_governed_commit_land_and_refuses_the_next(tmp_path: Path) -> None:

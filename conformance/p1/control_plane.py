@@ -178,6 +178,7 @@ class ControlPlane:
         self._check_errors: list[str] = []  # moment checks that raised: the scenario is then errored
         self._born = time.monotonic()  # requests are stamped with their arrival in real time since (WRK-3)
         self._lock = threading.RLock()
+        self._grown = threading.Condition(self._lock)  # notified whenever the log grows
         self._log_path = Path(log_path)
         self._log_file: IO[bytes] | None = None
         self._entries: list[dict[str, Any]] = []
@@ -303,6 +304,13 @@ class ControlPlane:
         """Every log entry so far, in order (copies)."""
         with self._lock:
             return json.loads(json.dumps(self._entries))  # type: ignore[no-any-return]
+
+    def await_entries(self, count: int, timeout: float) -> int:
+        """Wait until the log holds more than *count* entries (a request arrived, say), or *timeout* seconds
+        pass: how many it holds then. The kit waits on this where it would otherwise poll."""
+        with self._grown:
+            self._grown.wait_for(lambda: len(self._entries) > count, timeout)
+            return len(self._entries)
 
     def task(self, task_id: str) -> dict[str, Any]:
         """The task's state, current attempt (``task``), stored result, every attempt and their leases."""
@@ -432,10 +440,12 @@ class ControlPlane:
         if not entries:
             return
         lines = []
-        for entry in entries:
-            entry = {"seq": len(self._entries) + 1, **entry}
-            self._entries.append(entry)
-            lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        with self._grown:
+            for entry in entries:
+                entry = {"seq": len(self._entries) + 1, **entry}
+                self._entries.append(entry)
+                lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+            self._grown.notify_all()
         if self._log_file is None:
             # Before start() (tasks issued while the scenario is set up): written at once all the same.
             self._log_path.parent.mkdir(parents=True, exist_ok=True)

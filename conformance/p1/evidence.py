@@ -9,12 +9,14 @@ is re-exported here under the names the harness has always used.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
 import sqlite3
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -183,8 +185,14 @@ def _select_rows(connection: sqlite3.Connection) -> list[Row]:
 
 
 def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
@@ -299,7 +307,27 @@ def expected_commit(origin: Origin, base_oid: str, payload: Mapping[str, Any]) -
 
 
 def expected_result(task: Mapping[str, Any], origin: Origin) -> dict[str, Any]:
-    """The result body the kit expects for a task, from the task and the origin alone."""
+    """The result body the kit expects for a task, from the task and the origin alone.
+
+    A git object name names its content, so the expectation for a base commit and a payload is the same in
+    every origin: each is computed once per process (the scenarios share a few bases).
+    """
+    fields = [task["kind"], task["base_oid"], task.get("payload"), task.get("target_branch")]
+    key = json.dumps(fields, sort_keys=True, default=str)
+    with _expected_lock:
+        known = _expected.get(key)
+    if known is None:
+        known = _expected_body(task, origin)  # outside the lock: threads computing the same body agree
+        with _expected_lock:
+            _expected[key] = known
+    return copy.deepcopy(known)
+
+
+_expected: dict[str, dict[str, Any]] = {}
+_expected_lock = threading.Lock()
+
+
+def _expected_body(task: Mapping[str, Any], origin: Origin) -> dict[str, Any]:
     if task["kind"] == "source_capture":
         return expected_capture(origin, task["base_oid"])
     oid = expected_commit(origin, task["base_oid"], task["payload"])

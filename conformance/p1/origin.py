@@ -7,11 +7,15 @@ every push attempt. Nothing here trusts what a worker says about its pushes.
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +171,45 @@ def create_origin(
 
     *branches* are further branches at the base commit; *later* the files a second commit, above the
     base on the branch ``later``, writes: other source states a scenario can issue an attempt against.
+    The kit's commits are reproducible byte for byte, so each distinct origin is built once per process
+    and copied: the copy is the same repository, object for object, as a fresh build.
     """
+    template = _template(files, branch, message, tuple(branches), later)
+    bare = root / "origin.git"
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(template.path, bare)
+    origin = dataclasses.replace(template, path=bare)
+    origin.govern({})
+    return origin
+
+
+_templates: dict[str, Origin] = {}
+_templates_lock = threading.Lock()
+_templates_home: list[Path] = []  # the process's folder of built origins, made on first use
+
+
+def _template(
+    files: Mapping[str, str], branch: str, message: str, branches: tuple[str, ...], later: Mapping[str, str] | None
+) -> Origin:
+    key = json.dumps([dict(files), branch, message, branches, dict(later) if later is not None else None])
+    with _templates_lock:
+        if key not in _templates:
+            if not _templates_home:
+                _templates_home.append(Path(tempfile.mkdtemp(prefix="resumekit-origins-")))
+                atexit.register(shutil.rmtree, _templates_home[0], ignore_errors=True)
+            root = _templates_home[0] / str(len(_templates))
+            _templates[key] = _build_origin(root, files, branch, message, branches, later)
+        return _templates[key]
+
+
+def _build_origin(
+    root: Path,
+    files: Mapping[str, str],
+    branch: str,
+    message: str,
+    branches: Sequence[str],
+    later: Mapping[str, str] | None,
+) -> Origin:
     bare = root / "origin.git"
     seed = root / "origin-seed"
     bare.mkdir(parents=True)
@@ -202,6 +244,4 @@ def create_origin(
         hook = hooks / mode
         hook.write_text(_hook_script(sys.executable, mode), encoding="utf-8", newline="\n")
         hook.chmod(0o755)
-    origin = Origin(path=bare, branch=branch, base_oid=base, later_oid=later_oid, made=read_refs(bare))
-    origin.govern({})
-    return origin
+    return Origin(path=bare, branch=branch, base_oid=base, later_oid=later_oid, made=read_refs(bare))

@@ -34,6 +34,7 @@ Factory = Callable[[], ProcessAdapter]
 
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
 WAIT_SLICE_MS = 1000
+NEXT_REQUEST_S = 0.2  # the longest wait for a request of an idle worker before asking it again
 ESCAPE_GRACE_S = 5.0  # how long what a worker started may take to end once its adapter's tree has (WRK-5)
 
 
@@ -217,16 +218,17 @@ class Worker:
             state = answer.get("state")
             # "idle" counts only once the worker has seen the world as the kit last left it: a claim
             # answered without a task after the kit's last change (OUT-2).
+            log = self.control.log()
             fresh = (wanted, state) not in (("idle", "idle"), ("settled", "idle")) or _empty_claim_since(
-                self.control.log(), self.world.changed_at, self.name
+                log, self.world.changed_at, self.name
             )
             if wanted == "blocked" and state == "idle" and self.world.until_unreached:
-                if _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
+                if _empty_claim_since(log, self.world.changed_at, self.name):
                     raise Unreached
                 stale_since = stale_since if stale_since is not None else time.monotonic()
                 if time.monotonic() - stale_since > self._claim_grace():
                     raise Abort(self._idle_without_claims(wanted))
-                time.sleep(0.01)  # idle, but before a claim that saw the kit's last change
+                self.control.await_entries(len(log), NEXT_REQUEST_S)  # idle, before a claim that saw the change
                 state = "running"
             if wanted == "settled" and state in ("exited", "idle"):
                 wanted = str(state)
@@ -244,7 +246,7 @@ class Worker:
                 stale_since = stale_since if stale_since is not None else time.monotonic()
                 if time.monotonic() - stale_since > self._claim_grace():
                     raise Abort(self._idle_without_claims(wanted))
-                time.sleep(0.01)
+                self.control.await_entries(len(log), NEXT_REQUEST_S)
                 state = "running"
             if state != "running":
                 raise Abort(self._not_as_waited(wanted, state, answer))
@@ -331,7 +333,8 @@ class Worker:
             if state == "blocked":
                 self._confirm_block(answer)
                 return "blocked"
-            if state == "idle" and _empty_claim_since(self.control.log(), self.world.changed_at, self.name):
+            log = self.control.log()
+            if state == "idle" and _empty_claim_since(log, self.world.changed_at, self.name):
                 return "idle"
             if state not in ("idle", "running"):
                 raise Abort(
@@ -341,7 +344,7 @@ class Worker:
                     )
                 )
             if state == "idle":
-                time.sleep(0.01)
+                self.control.await_entries(len(log), NEXT_REQUEST_S)
             if time.monotonic() > deadline:
                 raise Abort(
                     self.fail(

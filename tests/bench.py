@@ -27,6 +27,7 @@ from resumekit.reference import build_resume_plan
 from resumekit.reference.durable import sync_fd as sync  # the floor uses the store's own primitive
 from resumekit.reference.p1.journal import COLUMNS, Journal
 from resumekit.reference.phase0.store import LedgerStore, encode_row
+from tests import bench_p1
 from tests.support import minimal_event
 
 
@@ -413,9 +414,10 @@ def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, A
         argv = [sys.executable, "-m", "resumekit.conformance", "run", "--adapter", "reference", "-q"]
         argv += [f"--kind={kind}" for kind in kinds]
         argv += ["--seed", str(seed), "--jobs", str(jobs), "--report-json", str(report)]
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), _children_cpu()
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - began
+        _LAST_CPU[0] = _children_cpu() - cpu
         # 3: every selected case passed, in a run that selects some kinds only (Phase 0 alone, say).
         if done.returncode not in (0, 3):
             print(done.stdout[-3000:], done.stderr[-3000:])
@@ -423,13 +425,26 @@ def _certify(jobs: int, kinds: list[str], seed: int) -> tuple[float, dict[str, A
         return wall, json.loads(report.read_text(encoding="utf-8"))
 
 
+_LAST_CPU = [0.0]  # user plus system CPU of the last certification and every process it started
+
+
+def _children_cpu() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows: not measured
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def certification(seed: int, full: bool) -> None:
-    """Wall time of a certification of the reference at --jobs 1 and 2, side by side."""
+    """Wall time of a certification of the reference at --jobs 1, 2 and the default, side by side."""
     phase0 = ["decision", "crash", "ledger-fault", "schedule"]
     selections = [("phase 0", phase0)] + ([("full (phase 0 and P1)", [*phase0, "p1"])] if full else [])
     print(f"certification of the reference (resumekit run --adapter reference, seed {seed}, wall time):")
     for label, kinds in selections:
         one, report_one = _certify(1, kinds, seed)
+        cpu_one = _LAST_CPU[0]
         two, _ = _certify(2, kinds, seed)
         by_kind: dict[str, float] = {}
         for result in report_one["results"]:
@@ -442,7 +457,15 @@ def certification(seed: int, full: bool) -> None:
             f"  {label}: --jobs 1 {one:6.1f} s   --jobs 2 {two:6.1f} s   speed-up {one / two:.2f}x "
             f"(max(longest case, half of --jobs 1) = {floor:.1f} s: {two / floor:.2f}x it)"
         )
+        cpus = os.cpu_count() or 1
+        default = two if cpus == 2 else _certify(0, kinds, seed)[0]
+        print(f"    the default (--jobs auto, {cpus} here, as the README runs it): {default:.1f} s")
         print("    by kind at --jobs 1: " + ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in by_kind.items()))
+        p1_times = [r["durationSeconds"] for r in report_one["results"] if r["kind"] == "p1"]
+        if p1_times:
+            print(f"    P1 scenario at --jobs 1: median {statistics.median(p1_times):.2f} s of {len(p1_times)}")
+        if cpu_one:
+            print(f"    CPU at --jobs 1 (the kit, workers and git; user plus system): {cpu_one:.1f} s")
         if "p1" in by_kind:
             print(
                 f"    P1 matrix: {by_kind['p1']:.1f} s over {sum(r['kind'] == 'p1' for r in report_one['results'])} "
@@ -506,6 +529,10 @@ def main() -> None:
     )
     arguments = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpu(s)\n")
+    bench_p1.cli_start(arguments.repeats)
+    print()
+    bench_p1.p1_scenarios(arguments.repeats)
+    print()
     decisions(arguments.repeats)
     print()
     crash_cycle(arguments.repeats)

@@ -46,6 +46,8 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 
+from resumekit.conformance._process.pids import pidfd_open, ready_pidfds
+
 MARKER = "RESUMEKIT_CASE_TOKEN"  # the environment variable that marks the processes of one case
 ENVIRON_CAP = 1 << 20  # bytes of a process's environment read at most
 _CMDLINE_CAP = 1 << 16  # bytes of a command line read at most
@@ -55,8 +57,16 @@ _SHOWN_FILES = 4  # open files a description names at most
 POLL_S = 0.01  # how often a wait polls, where no pidfd can be awaited
 KILL_WAIT_S = 5.0  # how long a killed process may take to end before the sweep says it would not
 _MAX_ROUNDS = 50  # rounds of stop-and-scan before the sweep kills what it has, however many keep coming
-_STATES = {"R": "running", "S": "sleeping", "D": "in an uninterruptible wait", "T": "stopped", "t": "traced",
-           "Z": "a zombie", "X": "dead", "I": "idle"}
+_STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "in an uninterruptible wait",
+    "T": "stopped",
+    "t": "traced",
+    "Z": "a zombie",
+    "X": "dead",
+    "I": "idle",
+}
 
 
 def new_token() -> str:
@@ -186,7 +196,7 @@ class _Handle:
         """A handle on *pid* if it is a live process that carries *entry*; None otherwise."""
         if not _carries(pid, entry):  # the cheap test first: most processes are strangers
             return None
-        pidfd = _pidfd_open(pid)
+        pidfd = pidfd_open(pid)
         if pidfd == -1:
             return None  # gone already
         if not _carries(pid, entry):  # read again after the pidfd was opened: the pidfd is this marked process
@@ -209,7 +219,7 @@ class _Handle:
         """Whether the process has ended (a zombie counts: it runs nothing any more)."""
         if not self._gone:
             if self.pidfd is not None:
-                self._gone = bool(_ready([self.pidfd], 0.0))
+                self._gone = bool(ready_pidfds([self.pidfd], 0.0))
             else:
                 self._gone = not _carries(self.pid, self.entry)
         return self._gone
@@ -230,34 +240,10 @@ def _wait_gone(handles: Iterable[_Handle], deadline: float) -> None:
             return
         fds = [h.pidfd for h in waiting if h.pidfd is not None]
         if len(fds) == len(waiting):
-            _ready(fds, remaining)  # a pidfd becomes readable when its process ends
+            ready_pidfds(fds, remaining)  # a pidfd becomes readable when its process ends
         else:
             time.sleep(min(POLL_S, remaining))
         waiting = [handle for handle in waiting if not handle.gone()]
-
-
-def _ready(fds: list[int], timeout: float) -> list[int]:
-    """The pidfds among *fds* whose process has ended, waiting up to *timeout* seconds for the first (Linux)."""
-    if sys.platform != "linux":
-        return []
-    import select
-
-    poller = select.poll()  # not select(): a descriptor may be past FD_SETSIZE
-    for fd in fds:
-        poller.register(fd, select.POLLIN)
-    return [fd for fd, _ in poller.poll(max(0, int(timeout * 1000) + 1) if timeout > 0 else 0)]
-
-
-def _pidfd_open(pid: int) -> int | None:
-    """A pidfd for *pid*; None where pidfds are not available, -1 when the process is gone."""
-    if sys.platform != "linux" or not hasattr(os, "pidfd_open"):
-        return None
-    try:
-        return os.pidfd_open(pid)
-    except ProcessLookupError:
-        return -1
-    except OSError:
-        return None  # ENOSYS (an old kernel), EMFILE, or refused by a sandbox: fall back to the pid
 
 
 def _pids() -> Iterator[int]:

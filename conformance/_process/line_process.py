@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -19,11 +18,11 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from resumekit.conformance._process.errors import LineTooLong, NotInTree, ProcessGone, ReadTimeout
 from resumekit.conformance._process.lines import MAX_LINE, _SelectedLines, _Tail, _ThreadedLines
-from resumekit.conformance._process.pids import plausible_pid
+from resumekit.conformance._process.pids import pidfd_open, plausible_pid, ready_pidfds
 
 if sys.platform == "win32":
     from resumekit.conformance._process.windows import _Job
@@ -235,7 +234,7 @@ class LineProcess:
             except subprocess.TimeoutExpired:
                 return None
         deadline, delay = None if timeout is None else time.monotonic() + timeout, 0.001
-        exited = _exit_notice(self._popen.pid)
+        exited = pidfd_open(self._popen.pid)  # readable at the exit itself; it reaps nothing
         try:
             while True:
                 code = self.poll()
@@ -244,14 +243,14 @@ class LineProcess:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return None
-                if exited is not None:
-                    exited.poll(None if left is None else max(1, int(left * 1000)))  # wakes at the exit itself
+                if exited is not None and exited >= 0:
+                    ready_pidfds([exited], 3600.0 if left is None else left)
                 else:
                     time.sleep(delay if left is None else min(delay, left))
                     delay = min(delay * 2, 0.05)
         finally:
-            if exited is not None:
-                exited.close()
+            if exited is not None and exited >= 0:
+                os.close(exited)
 
     def close_stdin(self) -> None:
         """Close the process's stdin, its signal to exit; a stdin already closed is fine."""
@@ -320,36 +319,3 @@ class LineProcess:
         if not self.owns(pid):
             raise NotInTree(f"pid {pid!r} is not the adapter or one of its descendants")
         _signal_kill(pid)
-
-
-class _ExitNotice:
-    """A Linux pidfd, readable once its process has exited: a wait that wakes at the exit, not at a poll.
-    It reaps nothing, so the pid stays the kit's until the process tree is ended."""
-
-    _poller: Any  # a select.poll, which Windows lacks
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        if sys.platform == "win32":  # no pidfd there: _exit_notice never makes one
-            raise OSError("no pidfd on Windows")
-        self._poller = select.poll()
-        self._poller.register(fd, select.POLLIN)
-
-    def poll(self, timeout_ms: int | None) -> None:
-        with contextlib.suppress(OSError, InterruptedError):
-            self._poller.poll(timeout_ms)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-
-def _exit_notice(pid: int) -> _ExitNotice | None:
-    """A notice of *pid*'s exit where the OS gives one (Linux 5.3 and later); None elsewhere (then poll)."""
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        return _ExitNotice(opener(pid))
-    except OSError:  # an old kernel, a seccomp filter, a process already reaped
-        return None

@@ -214,4 +214,3 @@ class _Tail:
         if dropped and kept:
             kept[0] = f"[{dropped} earlier bytes of stderr not kept] {kept[0]}"
         return "\n".join(kept)
-

@@ -47,3 +47,27 @@ def pid_alive(pid: int) -> bool:
         return True
     # A zombie still answers signal 0; the kit reaps its own children, so treat it as alive until then.
     return True
+
+
+def pidfd_open(pid: int) -> int | None:
+    """A pidfd for *pid*; None where pidfds are not available, -1 when the process is gone."""
+    if sys.platform != "linux" or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return -1
+    except OSError:
+        return None  # ENOSYS (an old kernel), EMFILE, or refused by a sandbox: fall back to the pid
+
+
+def ready_pidfds(fds: list[int], timeout: float) -> list[int]:
+    """The pidfds among *fds* whose process has ended, waiting up to *timeout* seconds for the first (Linux)."""
+    if sys.platform != "linux":
+        return []
+    import select
+
+    poller = select.poll()  # not select(): a descriptor may be past FD_SETSIZE
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(max(0, int(timeout * 1000) + 1) if timeout > 0 else 0)]

@@ -552,6 +552,9 @@ def main() -> None:
     control_plane_requests(500, arguments.repeats)
     print()
     certification(arguments.seed, full=not arguments.no_full)
+    if not arguments.no_full:
+        print()
+        bench_p1.node_beside_reference(Path(__file__).resolve().parent.parent)
 
 
 if __name__ == "__main__":

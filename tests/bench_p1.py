@@ -145,3 +145,41 @@ def p1_scenarios(repeats: int, cases: Sequence[str] = ("p1-capture-completes", "
             f"  {case:24} {took * 1e3:6.0f} ms   floor {floor * 1e3:5.0f} ms "
             f"(2 starts, {counted}, {ROWS_OF_A_COMPLETED_TASK} rows)   {took / floor:.2f}x the floor (goal <= 2x)"
         )
+
+
+def _p1_core(adapter: str, cwd: Path) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "r.json"
+        argv = [
+            *KIT,
+            "run",
+            "--adapter",
+            adapter,
+            "--kind",
+            "p1",
+            "--profile",
+            "core",
+            "-q",
+            "--report-json",
+            str(report),
+        ]
+        began = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=1800)
+        wall = time.perf_counter() - began
+        if done.returncode != 3:
+            raise SystemExit(f"P1 core through {adapter!r} did not pass:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        return wall, len(json.loads(report.read_text(encoding="utf-8"))["results"])
+
+
+def node_beside_reference(root: Path) -> None:
+    """P1 in core at the default --jobs: the Node.js example worker beside the bundled reference."""
+    node = shutil.which("node")
+    if node is None or not (root / "tests" / "node_worker" / "node_modules").is_dir():
+        print("P1 core, Node.js example beside the reference: not measured (node or its dependencies missing)")
+        return
+    command = f'"{node}" tests/node_worker/adapter.mjs' if " " in node else f"{node} tests/node_worker/adapter.mjs"
+    reference, cases = _p1_core("reference", root)
+    example, _ = _p1_core(command, root)
+    print(f"P1 core at the default --jobs ({os.cpu_count()} here), {cases} scenarios, wall time:")
+    print(f"  reference (Python):       {reference:6.1f} s")
+    print(f"  Node.js example worker:   {example:6.1f} s   {example / reference:.2f}x the reference")

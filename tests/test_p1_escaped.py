@@ -130,8 +130,13 @@ def test_a_marked_process_left_by_a_double_fork_is_found() -> None:
     )
     read_end, write_end = os.pipe()
     try:
-        subprocess.run([sys.executable, "-c", program, str(write_end)], env={**os.environ, MARKER: token},
-                       pass_fds=(write_end,), check=True, timeout=30)
+        subprocess.run(
+            [sys.executable, "-c", program, str(write_end)],
+            env={**os.environ, MARKER: token},
+            pass_fds=(write_end,),
+            check=True,
+            timeout=30,
+        )
         os.close(write_end)
         write_end = -1
         assert select.select([read_end], [], [], 30)[0] and os.read(read_end, 2) == b"up"
@@ -224,8 +229,17 @@ def _daemon_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> 
     monkeypatch.setenv(TAG, tag)  # inherited by the kit, its adapters and the daemons they start
     adapter = python_command("-m", "tests.broken.workers", "leaves-a-daemon")
     try:
-        ran = run_resumekit(tmp_path / "report.json", "--kind", "p1", "--adapter", adapter,
-                            "--only", "p1-capture-completes", *args, guard=GUARD)
+        ran = run_resumekit(
+            tmp_path / "report.json",
+            "--kind",
+            "p1",
+            "--adapter",
+            adapter,
+            "--only",
+            "p1-capture-completes",
+            *args,
+            guard=GUARD,
+        )
         # The kit ended the daemon before the verdict: none is left, though it would write for 30 s more.
         assert escaped.marked_pids(tag, name=TAG) == [], "a daemon of the broken worker outlived the run"
     finally:
@@ -262,3 +276,16 @@ def test_in_the_core_profile_the_daemon_is_killed_and_said_but_does_not_fail(
     (result,) = document["results"]
     assert result["outcome"] == "passed", result
     assert "the kit killed 1 process(es) the worker left running, which WRK-5 (strict)" in result["message"]
+
+
+@linux
+def test_only_a_young_process_is_read_again_for_its_environment(children: list[subprocess.Popen[bytes]]) -> None:
+    # A process inside its execve reads with an empty environment for a moment: the sweep reads a young one
+    # again rather than take it for unmarked. The init process, started long before, is not waited for.
+    young = _child(new_token())
+    children.append(young)
+    assert escaped._may_be_in_exec(young.pid)
+    assert not escaped._may_be_in_exec(1)
+    young.kill()
+    young.wait()
+    assert not escaped._may_be_in_exec(young.pid)  # gone: nothing to wait for

@@ -55,6 +55,9 @@ _SHOWN_CHARS = 240  # characters of a command line a description shows
 _SHOWN_WORD = 80  # characters of one word of it
 _SHOWN_FILES = 4  # open files a description names at most
 POLL_S = 0.01  # how often a wait polls, where no pidfd can be awaited
+_EXEC_RETRIES = 50  # reads, a millisecond apart, of the environment of a process caught inside its execve
+_PF_KTHREAD = 0x00200000  # the flag of a kernel thread in /proc/<pid>/stat
+_YOUNG_S = 1.0  # a process started this recently may still be inside its execve
 KILL_WAIT_S = 5.0  # how long a killed process may take to end before the sweep says it would not
 _MAX_ROUNDS = 50  # rounds of stop-and-scan before the sweep kills what it has, however many keep coming
 _STATES = {
@@ -281,12 +284,36 @@ def _read(path: str, cap: int) -> bytes | None:
 def _carries(pid: int, entry: bytes) -> bool:
     """Whether process *pid* was started with the environment entry *entry* (``NAME=value``)."""
     data = _read(f"/proc/{pid}/environ", ENVIRON_CAP)
+    if not data and _may_be_in_exec(pid):
+        # A process in the middle of its execve shows no environment yet: read again a moment later.
+        for _ in range(_EXEC_RETRIES):
+            time.sleep(0.001)
+            data = _read(f"/proc/{pid}/environ", ENVIRON_CAP)
+            if data:
+                break
     if not data:
         return False
     entries = data.split(b"\0")
     if len(data) >= ENVIRON_CAP:
         entries.pop()  # cut at the cap: the last entry may be a part of a longer one
     return entry in entries
+
+
+def _may_be_in_exec(pid: int) -> bool:
+    """Whether *pid*, whose environment reads empty, may be a process inside its execve: started within
+    the last second, and neither a kernel thread (which never has an environment) nor a zombie. A process
+    that emptied its environment long ago is not waited for on every sweep."""
+    if sys.platform == "win32":  # no /proc there: never asked
+        return False
+    stat = _read(f"/proc/{pid}/stat", 4096) or b""
+    uptime = _read("/proc/uptime", 64) or b""
+    fields = stat.rpartition(b")")[2].split()
+    try:
+        flags, started = int(fields[6]), int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        age = float(uptime.split()[0]) - started
+    except (IndexError, ValueError, OSError):
+        return False
+    return fields[0] not in (b"Z", b"X") and not flags & _PF_KTHREAD and age < _YOUNG_S
 
 
 def _describe(pid: int) -> Escaped:

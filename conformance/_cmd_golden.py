@@ -36,13 +36,18 @@ def _suite(arguments: argparse.Namespace, stderr: IO[str]) -> Suite | None:
     return None
 
 
-def _spec_clauses(kit_side: bool | None = None) -> list[str]:
+def _spec_clauses(kit_side: bool | None = None, kinds: Sequence[str] | None = None) -> list[str]:
     """Clause ids defined in the contracts' spec documents, in document order, if the spec is at hand.
 
-    *kit_side* True gives only the documents that bind the kit's own side, False only the binding ones.
+    *kit_side* True gives only the documents that bind the kit's own side, False only the binding ones; *kinds*
+    limits them to the contracts those kinds belong to.
     """
     try:
-        paths = contracts.spec_paths(kit_side=kit_side)
+        if kinds is None:
+            paths = contracts.spec_paths(kit_side=kit_side)
+        else:
+            owners = {c.name: c for c in map(contracts.contract_of, kinds) if c is not None}
+            paths = tuple(path for owner in owners.values() for path in owner.spec_paths(kit_side=kit_side))
     except FileNotFoundError:
         return []
     clauses: list[str] = []
@@ -57,11 +62,16 @@ def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
     suite = _suite(arguments, stderr)
     if suite is None:
         return EXIT_USAGE
+    kinds = tuple(arguments.kind) if arguments.kind else contracts.kind_names()
     if arguments.clauses:
-        cited = suite.clauses
+        cited: dict[str, list[str]] = {}
+        for case in suite.cases:
+            if case.kind in kinds:
+                for clause in case.clauses:
+                    cited.setdefault(clause, []).append(case.id)
         kit_clauses = set(_spec_clauses(kit_side=True)) | contracts.kit_clauses()
         not_yet_covered = contracts.not_yet_covered()
-        for clause in _spec_clauses() or sorted(cited):
+        for clause in _spec_clauses(kinds=arguments.kind) or sorted(cited):
             cases = cited.get(clause, [])
             note = ""
             if not cases and clause in not_yet_covered:
@@ -73,8 +83,8 @@ def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) ->
                 f"{note}\n"
             )
         return EXIT_CERTIFIED
-    # Listing shows the opt-in kinds too, so that a campaign can be found by its id.
-    selected = suite.select(arguments.profile, arguments.only, contracts.kind_names())
+    # Listing shows the opt-in kinds too, unless --kind narrows it, so that a campaign can be found by its id.
+    selected = suite.select(arguments.profile, arguments.only, kinds)
     for case in selected:
         stdout.write(report.format_case_line(case) + "\n")
     stdout.write(f"{len(selected)} case(s)\n")

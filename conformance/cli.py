@@ -260,17 +260,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def _list_parser(commands: Any) -> None:
     """`list`: the cases, or the clauses and the cases citing each."""
+    from resumekit.conformance import contracts
+
     listing = _command(
         commands,
         "list",
         "list the cases with their kind, profile and clauses",
-        "  resumekit list --only 'crash-*'\n  resumekit list --clauses",
+        "  resumekit list --only 'crash-*'\n  resumekit list --kind p1\n  resumekit list --clauses --kind p1",
         f"exit codes:\n  {EXIT_CERTIFIED}    listed\n  {EXIT_USAGE}    usage error or a broken fixture",
     )
     _golden_option(listing)
     listing.add_argument("--profile", choices=["core", "strict"], default="strict", help="list the cases of profile")
     listing.add_argument(
         "--only", action="append", default=[], metavar="GLOB", help="list only cases whose id matches (repeatable)"
+    )
+    listing.add_argument(
+        "--kind",
+        action="append",
+        choices=contracts.kind_names(),
+        help="list only cases of these kinds (repeatable; every kind, the opt-in ones included, when not given)",
     )
     listing.add_argument("--clauses", action="store_true", help="list each spec clause and the cases that cite it")
 

@@ -118,6 +118,24 @@ def test_list_shows_cases_and_every_clause_with_its_cases() -> None:
     assert not bare, "a clause no fixture cites"
 
 
+def test_list_narrowed_to_kinds_shows_only_their_cases_and_clauses() -> None:
+    code, out, _ = _cli("list", "--kind", "p1")
+    cases = [line.split()[0] for line in out.splitlines()[:-1] if line.strip()]
+    assert code == EXIT_CERTIFIED and cases and all(case.startswith("p1-") for case in cases)
+    assert "p1-capture-completes" in cases and not any("soak" in case for case in cases)
+    assert out.splitlines()[-1] == f"{len(cases)} case(s)"
+    code, out, _ = _cli("list", "--kind", "p1-campaign")  # an opt-in kind is listed when named
+    assert code == EXIT_CERTIFIED and "p1-soak-20-tasks" in out and "p1-capture-completes" not in out
+    code, out, _ = _cli("list", "--clauses", "--kind", "decision")
+    clauses = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert code == EXIT_CERTIFIED and "OFF-1" in clauses and not any(c.startswith(("JNL-", "LEASE-")) for c in clauses)
+    from resumekit.conformance.cli import parse
+
+    with pytest.raises(SystemExit) as stopped:
+        parse(["list", "--kind", "no-such-kind"])
+    assert stopped.value.code == EXIT_USAGE
+
+
 def test_the_console_entry_point_and_module_run() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "resumekit.conformance", "list", "--only", "crash-p1*"],

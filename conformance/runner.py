@@ -124,21 +124,11 @@ def run(
     Whatever order cases finish in, the reporter hears of them, and the Run lists them, in the order of
     *cases*.
     """
-    reporter = reporter or _Silent()
-    # The kinds *adapter* alone can run (``Kind.in_process``), then the caller's, which may replace them.
-    by_kind = contracts.runners(RunContext(adapter, profile))
-    by_kind.update(runners or {})
     info = adapter.implementation
     started, clock = _now(), time.perf_counter()
     chosen = list(cases)
-
-    def one(case: Case) -> CaseResult:
-        result = _run_one(case, by_kind, info.capabilities, info.profiles)
-        if known_failures and case.id in known_failures:
-            result = dataclasses.replace(result, known_failure=known_failures[case.id])
-        return result
-
-    results, interrupted = _gather(chosen, one, jobs, reporter)
+    one = _case_runner(adapter, profile, runners or {}, known_failures or {})
+    results, interrupted = _gather(chosen, one, jobs, reporter or _Silent())
     return Run(
         implementation=info,
         profile=profile,
@@ -158,6 +148,23 @@ def run(
         jobs=max(1, jobs),
         shard=shard,
     )
+
+
+def _case_runner(
+    adapter: Adapter, profile: str, runners: Mapping[str, CaseRunner], known_failures: Mapping[str, str]
+) -> Callable[[Case], CaseResult]:
+    """What runs one case: the runner of its kind, the result marked if ``--expect`` named the case."""
+    # The kinds *adapter* alone can run (``Kind.in_process``), then the caller's, which may replace them.
+    by_kind = {**contracts.runners(RunContext(adapter, profile)), **runners}
+    info = adapter.implementation
+
+    def one(case: Case) -> CaseResult:
+        result = _run_one(case, by_kind, info.capabilities, info.profiles)
+        if case.id in known_failures:
+            result = dataclasses.replace(result, known_failure=known_failures[case.id])
+        return result
+
+    return one
 
 
 def _gather(

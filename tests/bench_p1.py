@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from resumekit.reference.durable import sync_fd
+from tests.support import node_adapter_command
 
 KIT = [sys.executable, "-m", "resumekit.conformance"]
 # The checkpoint rows of a task that completes: claimed, workspace_prepared, verification_passed, the
@@ -177,7 +178,7 @@ def node_beside_reference(root: Path) -> None:
     if node is None or not (root / "tests" / "node_worker" / "node_modules").is_dir():
         print("P1 core, Node.js example beside the reference: not measured (node or its dependencies missing)")
         return
-    command = f'"{node}" tests/node_worker/adapter.mjs' if " " in node else f"{node} tests/node_worker/adapter.mjs"
+    command = node_adapter_command(node)
     reference, cases = _p1_core("reference", root)
     example, _ = _p1_core(command, root)
     print(f"P1 core at the default --jobs ({os.cpu_count()} here), {cases} scenarios, wall time:")

@@ -21,6 +21,11 @@ def python_command(*args: str) -> str:
 
 NODE = shutil.which("node")
 
+
+def node_adapter_command(node: str | None = NODE) -> str:
+    """The adapter command of the Node.js example, *node* quoted where its path has a space."""
+    return f'"{node}" tests/node_worker/adapter.mjs' if " " in str(node) else f"{node} tests/node_worker/adapter.mjs"
+
 GUARD = 600  # seconds: far above any honest run, only there to turn a hang into a failure
 
 

@@ -159,6 +159,16 @@ class _Recorder:
         self.events.append(f"end {result.case_id}")
 
 
+def _claims_the_crash_kind() -> PythonAdapter:
+    """The in-process reference, said to claim the crash kind, whose runner a test then supplies."""
+    adapter = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
+    adapter.implementation = adapter.implementation.__class__(
+        name="reference", version="", language="python", capabilities=contracts.kind("crash").capabilities,  # type: ignore[union-attr]
+        profiles=("core", "strict"),
+    )  # fmt: skip
+    return adapter
+
+
 def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_first() -> None:
     import threading
     import time
@@ -174,11 +184,7 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
         time.sleep(0.01 * (len(crash_cases) - crash_cases.index(case)))  # type: ignore[arg-type]
         return runner.result_for(case, Outcome.PASSED)
 
-    adapter = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
-    adapter.implementation = adapter.implementation.__class__(
-        name="reference", version="", language="python", capabilities=contracts.kind("crash").capabilities,  # type: ignore[union-attr]
-        profiles=("core", "strict"),
-    )  # fmt: skip
+    adapter = _claims_the_crash_kind()
     recorder = _Recorder()
     run = runner.run(cases, adapter, profile="strict", reporter=recorder, runners={"crash": slow_first}, jobs=4)
     assert [r.case_id for r in run.results] == [c.id for c in cases]
@@ -224,11 +230,7 @@ def test_a_case_past_its_deadline_is_abandoned_its_processes_ended_and_the_run_g
             never.wait()  # the kit's own work that never ends
         return runner.result_for(case, Outcome.PASSED)
 
-    adapter = PythonAdapter(build_resume_plan, name="reference")  # type: ignore[arg-type]
-    adapter.implementation = adapter.implementation.__class__(
-        name="reference", version="", language="python", capabilities=contracts.kind("crash").capabilities,  # type: ignore[union-attr]
-        profiles=("core", "strict"),
-    )  # fmt: skip
+    adapter = _claims_the_crash_kind()
     run = runner.run(cases, adapter, profile="strict", runners={"crash": hangs_on_the_second}, jobs=jobs)
     assert [r.outcome for r in run.results] == [Outcome.PASSED, Outcome.ERRORED, Outcome.PASSED]
     assert "did not end within its deadline of 0.5 s" in (run.results[1].message or "")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import NODE, ROOT, gate_rows
+from tests.support import NODE, ROOT, gate_rows, node_adapter_command
 
 WORKER = ROOT / "tests" / "node_worker"
 
@@ -27,7 +27,7 @@ TIMEOUT_S = 1200
 
 def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
     report = tmp_path / "node-p1.json"
-    adapter = f'"{NODE}" tests/node_worker/adapter.mjs' if " " in str(NODE) else f"{NODE} tests/node_worker/adapter.mjs"
+    adapter = node_adapter_command()
     done = subprocess.run(
         [
             sys.executable,
@@ -68,7 +68,7 @@ def test_the_node_p1_worker_is_certified_for_core(tmp_path: Path) -> None:
 def test_the_node_p1_worker_fences_superseded_attempts_and_identity_conflicts(tmp_path: Path) -> None:
     """The Node worker claims strict: the faulty deliveries of SCOPE-6 and SCOPE-7 run against it too."""
     report = tmp_path / "node-p1-strict.json"
-    adapter = f'"{NODE}" tests/node_worker/adapter.mjs' if " " in str(NODE) else f"{NODE} tests/node_worker/adapter.mjs"
+    adapter = node_adapter_command()
     selection = ("p1-strict-superseded-*", "p1-strict-*-identity-conflict")
     done = subprocess.run(
         [

@@ -26,7 +26,7 @@ from resumekit.conformance._process import MARKER, Sweep, escaped, new_token, pi
 from resumekit.conformance.adapters import ProcessAdapter, process_factory
 from resumekit.conformance.adapters.factory import with_marker
 from resumekit.conformance.fixtures import load_suite
-from resumekit.conformance.p1 import harness, worker
+from resumekit.conformance.p1 import ending, harness, worker
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.results import Outcome
 from tests.support import python_command, run_resumekit
@@ -202,7 +202,7 @@ def _scenario(case_id: str) -> ScenarioCase:
 def test_the_reference_passes_with_the_check_on(case_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     sweeps: list[Sweep] = []
     marked_at_close: list[tuple[int, list[int]]] = []
-    sweep, close = worker.sweep_marked, worker.Worker.close
+    sweep, close = ending.sweep_marked, worker.Worker.close
 
     def spied_sweep(token: str, grace: float, **kwargs: Any) -> Sweep:
         sweeps.append(sweep(token, grace, **kwargs))
@@ -213,7 +213,7 @@ def test_the_reference_passes_with_the_check_on(case_id: str, monkeypatch: pytes
             marked_at_close.append((self.adapter.process.pid, escaped.marked_pids(self.world.case_token)))
         close(self)
 
-    monkeypatch.setattr(worker, "sweep_marked", spied_sweep)
+    monkeypatch.setattr(ending, "sweep_marked", spied_sweep)
     monkeypatch.setattr(worker.Worker, "close", spied_close)
     result = harness.run_scenario(_scenario(case_id), process_factory("reference"), "strict")
     assert result.outcome is Outcome.PASSED, (result.message, result.mismatches)

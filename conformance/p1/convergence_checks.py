@@ -157,29 +157,16 @@ def _ending(last: Row) -> str:
     return f"{last['phase']}: {last['reason']}" if last["phase"] == "reconciliation_required" else str(last["phase"])
 
 
-def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None) -> list[Mismatch]:
-    """The phase and the reason the task's final attempt ended with; *last* is its last row."""
+def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None, journal: str = "") -> list[Mismatch]:
+    """The phase and the reason the task's final attempt ended with; *last* is its last row, *journal*
+    names a journal other than the first worker's in the notes."""
     found = []
     if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
-        found.append(
-            _m(
-                "FPT-4",
-                f"{where}/final",
-                outcome["final"],
-                last["phase"] if last else None,
-                "the task's final attempt ended elsewhere",
-            )
-        )
+        note = f"the task's final attempt{journal} ended elsewhere"
+        found.append(_m("FPT-4", f"{where}/final", outcome["final"], last["phase"] if last else None, note))
     if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
-        found.append(
-            _m(
-                "PHASE-4",
-                f"{where}/reason",
-                outcome["reason"],
-                last["reason"] if last else None,
-                "another reconciliation reason",
-            )
-        )
+        note = f"another reconciliation reason{journal}"
+        found.append(_m("PHASE-4", f"{where}/reason", outcome["reason"], last["reason"] if last else None, note))
     return found
 
 
@@ -263,28 +250,7 @@ def _second_outcome(task_id: str, where: str, outcome: Mapping[str, Any], rows: 
     """Where the task's final attempt ended in the second worker's journal, and how many attempts it has
     there (no rows at all: ``attempts: 0``)."""
     mine = [group for ident, group in attempts(rows).items() if ident[0] == task_id]
-    last = mine[-1][-1] if mine else None
-    found = []
-    if "final" in outcome and (last is None or last["phase"] != outcome["final"]):
-        found.append(
-            _m(
-                "FPT-4",
-                f"{where}/final",
-                outcome["final"],
-                last["phase"] if last else None,
-                "the task's final attempt in the second worker's journal ended elsewhere",
-            )
-        )
-    if "reason" in outcome and (last is None or last["reason"] != outcome["reason"]):
-        found.append(
-            _m(
-                "PHASE-4",
-                f"{where}/reason",
-                outcome["reason"],
-                last["reason"] if last else None,
-                "another reconciliation reason in the second worker's journal",
-            )
-        )
+    found = _final_outcome(where, outcome, mine[-1][-1] if mine else None, " in the second worker's journal")
     if "attempts" in outcome and len(mine) != outcome["attempts"]:
         found.append(
             _m(

@@ -29,9 +29,10 @@ from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
 from resumekit.conformance.p1.cp_faults import FaultError
+from resumekit.conformance.p1.ending import end_case
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError
-from resumekit.conformance.p1.worker import Factory, Worker, end_case, served_requests
+from resumekit.conformance.p1.worker import Factory, Worker, served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Outcome

@@ -4,8 +4,7 @@ A new adapter process runs the worker after every kill. The handle arms the work
 faults, confirms that a worker blocked where the failpoint catalog says and in the durable state it names
 (FPT-2), kills only a process the process guard says the kit may kill, and reaps it; under power loss each
 kill is a power cut, after which every cache must be a whole version (CACHE-3). Every adapter process of a
-case carries the case's marker in its environment; before the verdict ``end_case`` ends the adapters' trees
-and then every marked process left, which fails WRK-5 by name (``_process.escaped``, Linux).
+case carries the case's marker in its environment (``ending.end_case`` ends what is left before the verdict).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance._process import MARKER, Escaped, NotInTree, plausible_pid, sweep_marked, wait_pid_gone
+from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
 from resumekit.conformance.adapters.factory import with_marker
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
@@ -35,7 +34,6 @@ Factory = Callable[[], ProcessAdapter]
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
 WAIT_SLICE_MS = 1000
 NEXT_REQUEST_S = 0.2  # the longest wait for a request of an idle worker before asking it again
-ESCAPE_GRACE_S = 5.0  # how long what a worker started may take to end once its adapter's tree has (WRK-5)
 
 
 def any_failpoint(hit: int) -> dict[str, Any]:
@@ -176,8 +174,17 @@ class Worker:
             self.world.tool_flag.write_text("the kit's tool stops once this file is gone\n", encoding="utf-8")
         announce = self.world.root / "tool-announce"
         announce.write_text(self.control.kit_url("_kit/tool/started") + "\n", encoding="utf-8")
-        return [sys.executable, "-m", _tool.MODULE, "--announce-file", str(announce),
-                "--while-exists", str(self.world.tool_flag), "--seconds", f"{seconds:g}"]
+        return [
+            sys.executable,
+            "-m",
+            _tool.MODULE,
+            "--announce-file",
+            str(announce),
+            "--while-exists",
+            str(self.world.tool_flag),
+            "--seconds",
+            f"{seconds:g}",
+        ]
 
     def _adopt(self, pid: object, where: str) -> None:
         """Take *pid* as the worker's only if the process guard says the kit may kill it."""
@@ -275,11 +282,13 @@ class Worker:
         """Wait for the armed kit-side kill point to kill the worker, then reap it."""
         if not self._kill_event_or_idle(deadline):
             if self.tool:
-                raise Abort(self.fail(
-                    "the kit's tool never announced itself: the worker did not run the tool of "
-                    "p1.worker.start in a workspace (or it never reached a verified workspace)",
-                    Mismatch("/tool", "the tool started in a workspace", None, "ADP-2"),
-                ))
+                raise Abort(
+                    self.fail(
+                        "the kit's tool never announced itself: the worker did not run the tool of "
+                        "p1.worker.start in a workspace (or it never reached a verified workspace)",
+                        Mismatch("/tool", "the tool started in a workspace", None, "ADP-2"),
+                    )
+                )
             raise Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
         self.world.kill_event.clear()
         self._reap()
@@ -313,17 +322,21 @@ class Worker:
         exit path, which writes the marker before the exit is answered (JNL-8, ADP-2)."""
         code = answer.get("exitCode")
         if self.disk_fault is not None and (not isinstance(code, int) or isinstance(code, bool) or code == 0):
-            raise Abort(self.fail(
-                f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
-                f"{code!r}, not a non-zero one",
-                Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
-            ))
+            raise Abort(
+                self.fail(
+                    f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
+                    f"{code!r}, not a non-zero one",
+                    Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
+                )
+            )
         if self.disk_fault is not None and self.marker is not None and not self.marker.exists():
-            raise Abort(self.fail(
-                f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
-                f"{code!r} and wrote no marker: the fatal exit cannot be told from a crash of the worker",
-                Mismatch("/marker", "present", "absent", "JNL-8"),
-            ))
+            raise Abort(
+                self.fail(
+                    f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
+                    f"{code!r} and wrote no marker: the fatal exit cannot be told from a crash of the worker",
+                    Mismatch("/marker", "present", "absent", "JNL-8"),
+                )
+            )
 
     def wait_any(self, deadline: float) -> str:
         """Wait until the worker is blocked at its failpoint or idle (a soak round): which of the two."""
@@ -528,51 +541,6 @@ class Worker:
             if process is not None:
                 self.tail = process.stderr_tail()
             self.adapter = None
-
-
-def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None], profile: str) -> str | None:
-    """Before the verdict, every process the case started ends (WRK-5); a sentence for the report, if any.
-
-    The kit's tool is told to stop (whether it outlived a worker is the WRK-5 watch's to judge), each worker's
-    adapter is closed and its tree ended, and so are the trees of adapters killed with the tool. Every process
-    still marked with the world's token ``ESCAPE_GRACE_S`` later (Linux) is then stopped, named and killed: a
-    WRK-5 mismatch each in the strict profile, a sentence of the message in core, where WRK-5 does not bind.
-    """
-    if world.tool_flag is not None:
-        with contextlib.suppress(OSError):
-            world.tool_flag.unlink()
-    for worker in workers:
-        if worker is not None:
-            worker.close()
-    for process in world.held:
-        with contextlib.suppress(OSError):
-            process.kill()
-    world.held.clear()
-    sweep = sweep_marked(world.case_token, ESCAPE_GRACE_S)
-    if not sweep.looked:
-        cited = "WRK-5" in case.clauses
-        return f"processes that outlived the worker were not looked for: {sweep.reason}" if cited else None
-    if not sweep.escaped:
-        return None
-    if profile != "strict":
-        named = "; ".join(left.describe() for left in sweep.escaped)
-        return (f"the kit killed {len(sweep.escaped)} process(es) the worker left running, which WRK-5 (strict) "
-                f"forbids: {named}")
-    world.moment_problems.extend(_outlived(index, left) for index, left in enumerate(sweep.escaped))
-    return None
-
-
-def _outlived(index: int, left: Escaped) -> Mismatch:
-    """WRK-5: a process of the case, marked in its environment, still ran once the worker's processes had ended."""
-    note = (
-        f"{left.describe()}: it carried the case's {MARKER} and still ran {ESCAPE_GRACE_S:g} s after the worker's "
-        "adapter and its tree had ended, so a process the worker started outlived it "
-        + ("(the kit killed it)" if left.ended else "(the kit's SIGKILL has not ended it)")
-    )
-    actual = {"pid": left.pid, "command": left.command(), "cwd": left.cwd, "state": left.state,
-              "files": list(left.files)}
-    return Mismatch(f"/processes/outlived/{index}", "no process of the case once its worker's had ended", actual,
-                    "WRK-5", note)
 
 
 def _disk_text(fault: Mapping[str, Any]) -> str:

@@ -1,0 +1,72 @@
+"""The end of a P1 case: every process it started ends before the verdict (WRK-5).
+
+Every adapter process of a case carries the case's marker in its environment; ``end_case`` closes the
+workers' adapters, ends their trees, and then every marked process left, which fails WRK-5 by name
+(``_process.escaped``, Linux).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+from resumekit.conformance._process import MARKER, Escaped, sweep_marked
+from resumekit.conformance.p1.cases import ScenarioCase
+from resumekit.conformance.p1.worker import Worker
+from resumekit.conformance.p1.world import World
+from resumekit.conformance.results import Mismatch
+
+ESCAPE_GRACE_S = 5.0  # how long what a worker started may take to end once its adapter's tree has (WRK-5)
+
+
+def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None], profile: str) -> str | None:
+    """Before the verdict, every process the case started ends (WRK-5); a sentence for the report, if any.
+
+    The kit's tool is told to stop (whether it outlived a worker is the WRK-5 watch's to judge), each worker's
+    adapter is closed and its tree ended, and so are the trees of adapters killed with the tool. Every process
+    still marked with the world's token ``ESCAPE_GRACE_S`` later (Linux) is then stopped, named and killed: a
+    WRK-5 mismatch each in the strict profile, a sentence of the message in core, where WRK-5 does not bind.
+    """
+    if world.tool_flag is not None:
+        with contextlib.suppress(OSError):
+            world.tool_flag.unlink()
+    for worker in workers:
+        if worker is not None:
+            worker.close()
+    for process in world.held:
+        with contextlib.suppress(OSError):
+            process.kill()
+    world.held.clear()
+    sweep = sweep_marked(world.case_token, ESCAPE_GRACE_S)
+    if not sweep.looked:
+        cited = "WRK-5" in case.clauses
+        return f"processes that outlived the worker were not looked for: {sweep.reason}" if cited else None
+    if not sweep.escaped:
+        return None
+    if profile != "strict":
+        named = "; ".join(left.describe() for left in sweep.escaped)
+        return (
+            f"the kit killed {len(sweep.escaped)} process(es) the worker left running, which WRK-5 (strict) "
+            f"forbids: {named}"
+        )
+    world.moment_problems.extend(_outlived(index, left) for index, left in enumerate(sweep.escaped))
+    return None
+
+
+def _outlived(index: int, left: Escaped) -> Mismatch:
+    """WRK-5: a process of the case, marked in its environment, still ran once the worker's processes had ended."""
+    note = (
+        f"{left.describe()}: it carried the case's {MARKER} and still ran {ESCAPE_GRACE_S:g} s after the worker's "
+        "adapter and its tree had ended, so a process the worker started outlived it "
+        + ("(the kit killed it)" if left.ended else "(the kit's SIGKILL has not ended it)")
+    )
+    actual = {
+        "pid": left.pid,
+        "command": left.command(),
+        "cwd": left.cwd,
+        "state": left.state,
+        "files": list(left.files),
+    }
+    return Mismatch(
+        f"/processes/outlived/{index}", "no process of the case once its worker's had ended", actual, "WRK-5", note
+    )

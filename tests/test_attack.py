@@ -270,6 +270,18 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "CHECKPOINT_DURABLE_WRITE",
         frozenset({"JNL-8"}),
     ),
+    # Five renewals unanswered in a row, it abandons attempt 1, whose lease stays ACTIVE, and says idle holding it.
+    "gives-up-renewing": (
+        "p1-a-long-run-of-unanswered-renewals-is-no-loss",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"OUT-2"}),
+    ),
+    # The exact-match 409 stores the body under a key of the kit's: refused, the attempt ends in result_conflict.
+    "matches-the-key-too": (
+        "p1-409-exact-match-verifying-is-accepted",
+        "RESULT_SUBMISSION_REPLAY_SAFE",
+        frozenset({"SUB-5"}),
+    ),
     # Stopped while blocked before its push, it pushes at the renewal it did not stop at, then exits.
     "stops-only-before-rows": (
         "p1-orderly-stop-before-the-push-pushes-nothing-until-the-restart",

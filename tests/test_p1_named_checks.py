@@ -75,6 +75,25 @@ def test_sub_5_judges_only_a_result_submitted_resting_on_409s_alone() -> None:
     assert checks.exact_match_checks(_evidence(SUBMITTED, submissions=[running, _answered(409, _exact())])) == []
 
 
+CONFLICTED = [_row(1, "result_pending", idempotency_key="k", result_hash="h"),
+              _row(2, "reconciliation_required", reason="result_conflict")]
+
+
+def test_an_exact_match_refused_for_result_conflict_is_sub_5_whatever_key_the_result_is_stored_under() -> None:
+    exact = dict(_exact(), stored={"attempt": 1, "result_hash": "h", "idempotency_key": "the-kit's"})
+    (found,) = checks.exact_match_checks(_evidence(CONFLICTED, submissions=[_answered(409, exact)]))
+    assert found.clause == "SUB-5" and found.pointer == "/journal/t-1/1/reconciliation_required", found
+    assert "was an exact match" in (found.note or "") and "'VERIFYING'" in (found.note or "")
+
+
+def test_result_conflict_after_409s_that_were_no_exact_match_passes_and_absent_answers_prove_no_refusal() -> None:
+    for answer in (_exact("RUNNING"), _exact(digest="other"), _exact(attempt=2), None):
+        assert checks.exact_match_checks(_evidence(CONFLICTED, submissions=[_answered(409, answer)])) == []
+    assert checks.exact_match_checks(_evidence(CONFLICTED)) == []  # no 409 at all: nothing was refused
+    # No result_pending row: nothing to match against (SUB-1 judges such a submission).
+    assert checks.exact_match_checks(_evidence(CONFLICTED[1:], submissions=[_answered(409, _exact())])) == []
+
+
 def test_the_log_gives_each_409_the_state_and_stored_result_it_carried() -> None:
     log = [
         {"kind": "task_state", "task_id": "t-1", "to": "RUNNING", "request": 1},

@@ -53,7 +53,8 @@ def submission_problem(rows: Sequence[Row], task_id: str, attempt: int, key: str
 
 def exact_match(answer: Mapping[str, Any] | None, row: Row) -> bool:
     """SUB-5: whether a 409 *answer* (its ``state`` and ``stored`` as the worker got them) is an exact match for
-    the attempt's row: this attempt's result, with the row's hash, and the task VERIFYING or SUCCEEDED."""
+    the attempt's row: this attempt's result, with the row's hash, and the task VERIFYING or SUCCEEDED; the stored
+    key is not compared (p1.md 0.4)."""
     if not isinstance(answer, Mapping) or answer.get("state") not in EXACT_STATES:
         return False
     stored = answer.get("stored")
@@ -67,8 +68,9 @@ def exact_match(answer: Mapping[str, Any] | None, row: Row) -> bool:
 def exact_match_checks(ev: Evidence) -> list[Mismatch]:
     """SUB-5: a ``result_submitted`` row whose attempt's submissions got no 2xx answer and only 409 answers rests
     on those 409s, so one of them must have been an exact match. A 409 whose answer the kit did not record is
-    none (no evidence passes); an attempt with no 409 is SUB-7's to judge (a read, ``submitted_backing``)."""
-    found = []
+    none (no evidence passes); an attempt with no 409 is SUB-7's to judge (a read, ``submitted_backing``). And
+    a ``result_conflict`` row must not follow a 409 that was an exact match (``refused_match_checks``)."""
+    found = refused_match_checks(ev)
     for row in ev.rows:
         if row["phase"] != "result_submitted":
             continue
@@ -79,6 +81,33 @@ def exact_match_checks(ev: Evidence) -> list[Mismatch]:
         if any(exact_match(s.get("answer"), row) for s in conflicts):
             continue
         found.append(_not_exact(row, [s.get("answer") for s in conflicts]))
+    return found
+
+
+def refused_match_checks(ev: Evidence) -> list[Mismatch]:
+    """SUB-5: an attempt that ended in ``result_conflict`` after a 409 that was an exact match for its
+    ``result_pending`` row (by the ``state`` and ``stored`` the answer carried) refused a match it had to take.
+    The stored key plays no part in the match (p1.md 0.4)."""
+    found = []
+    for row in ev.rows:
+        if row["phase"] != "reconciliation_required" or row["reason"] != "result_conflict":
+            continue
+        ident = (row["task_id"], row["attempt"])
+        pending = [r for r in ev.rows if (r["task_id"], r["attempt"]) == ident and r["phase"] == "result_pending"]
+        answers = [
+            s.get("answer")
+            for s in ev.submissions
+            if (s["task_id"], s["attempt"]) == ident and int(s["status"]) == 409
+        ]
+        matched = [a for a in answers if pending and exact_match(a, pending[-1])]
+        if matched:
+            note = (
+                f"{row['task_id']!r} attempt {row['attempt']!r} ended in result_conflict, but a 409 it got was an "
+                f"exact match: this attempt's result hash {pending[-1]['result_hash']!r}, the task "
+                f"{matched[0].get('state')!r} (the stored key is no part of the match)"
+            )
+            where = f"/journal/{row['task_id']}/{row['attempt']}/reconciliation_required"
+            found.append(_m("SUB-5", where, "result_submitted", "reconciliation_required: result_conflict", note))
     return found
 
 

@@ -134,7 +134,8 @@ export class Worker {
     return answer;
   }
 
-  // Non-governed requests are retried on transport failures and 5xx answers.
+  // Non-governed requests are retried on transport failures and 5xx answers: 20 times, a renewal for as
+  // long as the worker runs (p1.md 0.4: silence is no loss), with a stop honoured between two sends.
   async requestRetrying(method, relPath, body, { attempts = 20 } = {}) {
     let delay = 50;
     for (let i = 0; ; i++) {
@@ -144,6 +145,7 @@ export class Worker {
       } catch (err) {
         if (!(err instanceof TransportError) || i >= attempts) throw err;
       }
+      if (attempts === Infinity) this.checkStop();
       await sleep(delay);
       delay = Math.min(delay * 2, 1000);
     }
@@ -151,14 +153,15 @@ export class Worker {
 
   // LEASE-3, LEASE-4: renew; true when the answer is ACTIVE and CP time is before its expiry.
   async renew(att) {
-    const answer = await this.requestRetrying("POST", `v1/leases/${encodeURIComponent(att.leaseId)}/renew`, {});
+    const answer = await this.requestRetrying("POST", `v1/leases/${encodeURIComponent(att.leaseId)}/renew`, {}, {
+      attempts: Infinity,
+    });
     if (answer.status === 200 && answer.body && answer.body.lease && answer.body.lease.state === "ACTIVE") {
       const lease = answer.body.lease;
       if (Number.isInteger(answer.body.now_ms) && answer.body.now_ms >= lease.expires_at_ms) return false;
       att.lease = lease;
       return true;
     }
-    if (answer.status >= 500) throw new Error(`lease renewal keeps failing with ${answer.status}`);
     return false; // 409 lease_not_active, 404 unknown lease
   }
 

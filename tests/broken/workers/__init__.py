@@ -26,6 +26,7 @@ from tests.broken.workers.commit import (
     AbandonsAtThePendingBoundary,
     CreatesARefOnTheOrigin,
     ForcesAfterARefusedPush,
+    GivesUpRenewing,
     IgnoresLostLease,
     PollsUntilVisible,
     RecommitsAfterCommitDone,
@@ -62,6 +63,7 @@ from tests.broken.workers.scope import (
 from tests.broken.workers.submission import (
     AcceptsAny409,
     AcceptsSameBodyInAnyState,
+    MatchesTheKeyToo,
     NewKeyOnRestart,
     NewKeyOnSecondRecovery,
     ReusesTheOldKey,
@@ -219,6 +221,14 @@ ATTACK_BUGS["leaves-no-marker-on-a-fatal-exit"] = (
 ATTACK_BUGS["leaves-the-fences-unreported"] = (
     LeavesTheFencesUnreported,
     "writes identity_conflict and stale_generation rows but never reports them to the control plane (PHASE-4)",
+)
+ATTACK_BUGS["gives-up-renewing"] = (
+    GivesUpRenewing,
+    "takes five unanswered renewals in a row for a lost lease and abandons an attempt still ACTIVE (LEASE-4, OUT-2)",
+)
+ATTACK_BUGS["matches-the-key-too"] = (
+    MatchesTheKeyToo,
+    "refuses an exact-match 409 whose stored result carries another key than its own (SUB-5)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
 

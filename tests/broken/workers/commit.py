@@ -10,6 +10,7 @@ from typing import Any
 
 from resumekit.reference.p1 import git
 from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.client import quote
 from resumekit.reference.p1.journal import Row
 from tests.broken.workers._base import _patched, _Tracked, _write_origin
 
@@ -160,3 +161,22 @@ class AbandonsAtThePendingBoundary(_Tracked):
             if phase != "result_pending" or reconcile.reason != "lease_not_converged":
                 raise
             raise reference.Abandon from reconcile
+
+
+class GivesUpRenewing(_Tracked):
+    """Takes five unanswered renewals in a row (transport failures or 5xx) for a lost lease, although LEASE-4
+    names no such loss (p1.md 0.4): it abandons an attempt whose lease is still ACTIVE."""
+
+    TRIES = 5
+
+    def _renew(self, attempt: reference.Attempt) -> bool:
+        if attempt.lost:
+            return False
+        for _ in range(self.TRIES):
+            self.control.check_stop()
+            answer = self._request("POST", f"v1/leases/{quote(attempt.lease_id)}/renew", {})
+            if not answer.transport_failure:
+                return super()._renew(attempt)
+            self.control.sleep(0.01)
+        attempt.lost = True
+        return False

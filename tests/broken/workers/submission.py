@@ -92,3 +92,13 @@ class ReusesTheOldKey(_Tracked):
         old_key = max(earlier, key=lambda row: row.seq).idempotency_key
         with _patched(reference, "idempotency_key", lambda *_args: old_key):
             return super()._reuse(attempt)
+
+
+class MatchesTheKeyToo(_Tracked):
+    """Takes a 409 for an exact match only when the stored result also carries its own key, which SUB-5 does
+    not ask (p1.md 0.4): a result stored under another key with this attempt's body is refused."""
+
+    def _exact_match(self, attempt: reference.Attempt, body: dict[str, Any]) -> bool:
+        stored = body.get("stored")
+        own = isinstance(stored, dict) and stored.get("idempotency_key") == attempt.last.idempotency_key
+        return own and super()._exact_match(attempt, body)

@@ -47,22 +47,34 @@ def inside(root: Path, path: object) -> Path:
     return resolved
 
 
-def _regular(root: Path, path: Path, flags: int) -> int:
-    """Open *path* (re-checked inside *root*) without following a last link, and only a regular file."""
-    target = inside(root, str(path))
-    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+class NotRegular(OSError):
+    """The path names something other than a regular file: a directory, a FIFO, a device."""
+
+
+def open_regular(path: Path | str, flags: int) -> int:
+    """A descriptor of *path* opened with *flags*, only if it is a regular file (NotRegular if not); a FIFO
+    never blocks the open. OSError when it cannot be opened at all."""
+    flags |= getattr(os, "O_BINARY", 0)
     if sys.platform != "win32":
         flags |= os.O_NONBLOCK  # a FIFO must not block the open
-    try:
-        fd = os.open(target, flags)
-    except OSError as error:
-        raise Refused(f"{str(path)!r} cannot be opened: {error}") from None
+    fd = os.open(path, flags)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise Refused(f"{str(path)!r} is not a regular file")
+        raise NotRegular(f"{str(path)!r} is not a regular file")
     if sys.platform != "win32":
         os.set_blocking(fd, True)
     return fd
+
+
+def _regular(root: Path, path: Path, flags: int) -> int:
+    """Open *path* (re-checked inside *root*) without following a last link, and only a regular file."""
+    target = inside(root, str(path))
+    try:
+        return open_regular(target, flags | getattr(os, "O_NOFOLLOW", 0))
+    except NotRegular:
+        raise Refused(f"{str(path)!r} is not a regular file") from None
+    except OSError as error:
+        raise Refused(f"{str(path)!r} cannot be opened: {error}") from None
 
 
 def read_bytes(root: Path, path: Path, limit: int = MAX_READ) -> bytes:

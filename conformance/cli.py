@@ -37,8 +37,10 @@ EXIT_CODES = f"""exit codes:
        are written, marked interrupted, with the cases that finished"""
 
 # The options naming a file the run writes: checked, and their folders made, before the first case.
-# The options that name a file to write, of `run` and `merge` (`output` is merge's report).
-OUTPUT_OPTIONS = ("report_json", "junit", "summary_md", "report_html", "badge", "write_expectations", "output")
+# The options that name a file to write, of `run`, `merge` and `report` (`output` is merge's report).
+OUTPUT_OPTIONS = (
+    "report_json", "junit", "summary_md", "report_html", "badge", "write_expectations", "output", "compare_html",
+)  # fmt: skip
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -254,6 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     _validate_parser(commands)
     _diff_parser(commands)
     _merge_parser(commands)
+    _report_parser(commands)
     _doctor_parser(commands)
     return parser
 
@@ -347,6 +350,34 @@ def _merge_parser(commands: Any) -> None:
     merge.add_argument("--badge", type=Path, metavar="FILE", help="also write a shields.io endpoint badge")
 
 
+def _report_parser(commands: Any) -> None:
+    """`report`: saved JSON reports rendered again, or set side by side."""
+    rendered = _command(
+        commands,
+        "report",
+        "render saved JSON run reports: one as HTML, JUnit, Markdown or a badge; several side by side on one page",
+        "  resumekit report report.json --report-html report.html --junit junit.xml --badge badge.json\n"
+        "  resumekit report reference.json node.json mine.json --compare-html side-by-side.html",
+        f"exit codes:\n  {EXIT_CERTIFIED}    rendered; every report is a certification\n"
+        f"  {EXIT_NOT_CERTIFIED}    rendered; a report is not certified\n"
+        f"  {EXIT_USAGE}    a report cannot be read or is not a run report (the file and JSON pointer named),\n"
+        "       or an output cannot be written\n"
+        f"  {EXIT_SUBSET}    rendered; a report is a subset run (a shard, say), and none is not certified\n"
+        f"  {EXIT_INTERRUPTED}  rendered; a report is of an interrupted run",
+    )
+    rendered.add_argument("reports", nargs="+", type=Path, help="saved reports (--report-json of `run` or `merge`)")
+    rendered.add_argument("--report-html", type=Path, metavar="FILE", help="write the report as an HTML page")
+    rendered.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
+    rendered.add_argument("--summary-md", type=Path, metavar="FILE", help="append a Markdown summary")
+    rendered.add_argument("--badge", type=Path, metavar="FILE", help="write a shields.io endpoint badge")
+    rendered.add_argument(
+        "--compare-html",
+        type=Path,
+        metavar="FILE",
+        help="write one HTML page setting every report side by side, per run, gate, clause and case",
+    )
+
+
 def _doctor_parser(commands: Any) -> None:
     """`doctor`: a smoke test of an adapter."""
     doctor = _command(
@@ -432,4 +463,5 @@ COMMANDS: dict[str, Command] = {
     "doctor": _lazy("_cmd_reports", "cmd_doctor"),
     "merge": _lazy("_cmd_reports", "cmd_merge"),
     "diff": _lazy("_cmd_reports", "cmd_diff"),
+    "report": _lazy("_cmd_reports", "cmd_report"),
 }

@@ -152,13 +152,16 @@ def to_junit(run: Run) -> str:
         )
         _junit_properties(suite, properties)
         for result in results:
+            # The names the pytest plugin gives (``golden/<path inside the golden set>``), wherever the kit is
+            # installed, so test history and annotations agree between the two.
+            where = f"golden/{result.source.file}" if result.source else ""
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=f"resumekit.{kind}",
+                classname=where.replace("/", ".") if where else f"resumekit.{kind}",
                 name=result.case_id,
                 time=f"{result.duration:.6f}",
-                file=result.source.file if result.source else "",
+                file=where,
             )
             if result.source and result.source.line:
                 case.set("line", str(result.source.line))

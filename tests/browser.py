@@ -1,7 +1,9 @@
 """The HTML report rendered in a real headless Chromium, at a desktop and a phone width.
 
 Run with ``nox -s browser`` (Linux). It writes the HTML report of a failing run (a deliberately broken
-projection) and of a passing run of the reference, opens each in Chromium through Playwright, checks the
+projection) and of a passing run of the reference, renders the failing run again from its JSON report with
+``resumekit report``, and sets three saved reports side by side (``--compare-html``: the two and a broken
+P1 worker's). It opens each page in Chromium through Playwright, checks the
 rendered page (verdict, tables, the failing case's differing fields highlighted side by side, no
 horizontal overflow, nothing fetched), and keeps a screenshot of each page at each width in the output
 folder to look at. Exits 1 when a check fails.
@@ -91,8 +93,9 @@ def _verdict_on_first_screen(page: Any, check: Checks, width: str) -> None:
     check(f"{width}: the verdict is on the first screen", ok, box)
 
 
-def check_failing(page: Any, check: Checks, width: str, case_id: str) -> None:
-    """The broken projection's page: NOT CERTIFIED, its failing case's differing fields side by side."""
+def check_failing(page: Any, check: Checks, width: str, case_id: str, events: bool = True) -> None:
+    """The broken projection's page: NOT CERTIFIED, its failing case's differing fields side by side (and,
+    written by the run itself rather than rendered again from JSON, its events)."""
     _verdict_on_first_screen(page, check, width)
     headline = page.inner_text("#verdict .headline")
     check(f"{width}: verdict says NOT CERTIFIED", headline == "NOT CERTIFIED", headline)
@@ -126,8 +129,23 @@ def check_failing(page: Any, check: Checks, width: str, case_id: str) -> None:
         f"{section} table.side", "t => t.parentElement.scrollWidth <= t.parentElement.clientWidth"
     )
     check(f"{width}: the side-by-side table needs no sideways scrolling", fits)
-    events = page.query_selector_all(f"{section} table.events tbody tr")
-    check(f"{width}: the case's events are listed", len(events) > 0, len(events))
+    if events:
+        rows = page.query_selector_all(f"{section} table.events tbody tr")
+        check(f"{width}: the case's events are listed", len(rows) > 0, len(rows))
+
+
+def check_compare(page: Any, check: Checks, width: str, runs: int, case_id: str) -> None:
+    """The side-by-side page of several saved reports: a row per run, the gates, and the differing cases."""
+    rows = page.query_selector_all("#runs-table tbody tr")
+    check(f"{width}: one row per run", len(rows) == runs, len(rows))
+    for selector in ("#gates-table", "#clauses-table", "#differing"):
+        check(f"{width}: {selector} rendered", _visible_box(page, selector) is not None)
+    heads = page.query_selector_all("#gates-table thead th.impl")
+    check(f"{width}: the gate table has a column per run", len(heads) == runs, len(heads))
+    differing = page.inner_text("#differing + div")
+    check(f"{width}: the failing case is among those that differ", case_id in differing, differing[:200])
+    marked = page.query_selector_all("#gates-table tr.differs")
+    check(f"{width}: a gate that differs is marked", len(marked) > 0, len(marked))
 
 
 def check_passing(page: Any, check: Checks, width: str, headline_start: str) -> None:
@@ -204,10 +222,22 @@ def main(argv: list[str] | None = None) -> int:
             "--kind", "p1", "--only", "[!p]*", "--only", "p[!1]*", "--only", "p1-crash-capture-before-claimed-row",
         )  # fmt: skip
         headline = "SUBSET: selected cases passed"
+    write_report(
+        out, "worker", "--adapter", f"{sys.executable} -m tests.broken.workers names-workspaces-freely",
+        "--kind", "p1", "--only", "p1-capture-completes", "--only", "p1-crash-capture-before-claimed-row",
+    )  # fmt: skip
+    rerendered, side = out / "rerendered.html", out / "side-by-side.html"
+    saved = [str(out / f"{name}.json") for name in ("passing", "failing", "worker")]
+    kit = [sys.executable, "-m", "resumekit.conformance", "report"]
+    for command in ([*kit, saved[1], "--report-html", str(rerendered)], [*kit, *saved, "--compare-html", str(side)]):
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=GUARD)
+        print(f"{' '.join(command[3:])}: exit {done.returncode}\n{done.stdout}{done.stderr}", end="")
     check = Checks()
     pages: dict[str, tuple[Path, Callable[[Any, Checks, str], None]]] = {
         "failing": (failing, lambda page, c, width: check_failing(page, c, width, first)),
         "passing": (passing, lambda page, c, width: check_passing(page, c, width, headline)),
+        "rerendered": (rerendered, lambda page, c, width: check_failing(page, c, width, first, events=False)),
+        "side-by-side": (side, lambda page, c, width: check_compare(page, c, width, 3, first)),
     }
     render(arguments.chromium, pages, out, check)
     print(f"\n{check.passed} check(s) passed, {len(check.failed)} failed; screenshots in {out}")

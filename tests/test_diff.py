@@ -75,4 +75,4 @@ def test_a_file_that_is_not_a_run_report_is_a_usage_error(tmp_path: Path) -> Non
     junk = tmp_path / "junk.json"
     junk.write_text('{"results": []}', encoding="utf-8")
     code, _, err = _cli("diff", str(junk), str(junk))
-    assert code == EXIT_USAGE and "is not a run report" in err
+    assert code == EXIT_USAGE and "junk.json: not a run report" in err

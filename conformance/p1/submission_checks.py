@@ -99,7 +99,7 @@ def refused_match_checks(ev: Evidence) -> list[Mismatch]:
             for s in ev.submissions
             if (s["task_id"], s["attempt"]) == ident and int(s["status"]) == 409
         ]
-        matched = [a for a in answers if pending and exact_match(a, pending[-1])]
+        matched = [a for a in answers if a is not None and pending and exact_match(a, pending[-1])]
         if matched:
             note = (
                 f"{row['task_id']!r} attempt {row['attempt']!r} ended in result_conflict, but a 409 it got was an "

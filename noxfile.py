@@ -40,10 +40,36 @@ def conformance(session: nox.Session) -> None:
     """Certify the bundled reference with the CLI, one case per CPU, then run the seeded P1 soak."""
     session.install(".")
     session.run("resumekit", "run", "--adapter", "reference", *session.posargs)
-    if not session.posargs:
-        # The soak is of the opt-in kind p1-campaign, so this is a subset run: exit 3 is its pass.
-        soak = ("--kind", "p1-campaign", "--only", "p1-soak-20-tasks")
-        session.run("resumekit", "run", "--adapter", "reference", *soak, success_codes=[0, 3])
+    # The soak is of the opt-in kind p1-campaign, so this is a subset run: exit 3 is its pass. It runs whatever
+    # the arguments, with the run's own options and its reports beside the run's (see soak_args).
+    soak = ("--kind", "p1-campaign", "--only", "p1-soak-20-tasks", *soak_args(session.posargs))
+    session.run("resumekit", "run", "--adapter", "reference", *soak, success_codes=[0, 3])
+
+
+# `run`'s options that choose cases: the soak chooses its own, so these are not passed on to it.
+SELECTION = frozenset({"--golden", "--only", "--kind", "--seed", "--kills", "--shard", "--expect", "--adapter"})
+# Files a run writes: the soak writes its own beside them (report.json gives soak-report.json). A Markdown
+# summary is appended to, so the soak appends to the same file.
+RENAMED = frozenset({"--report-json", "--junit", "--report-html", "--badge", "--write-expectations"})
+VALUED = SELECTION | RENAMED | {"--profile", "--timeout", "--fault-model", "--jobs", "--summary-md"}
+
+
+def soak_args(posargs: list[str]) -> list[str]:
+    """The arguments of the main run that the soak takes too: every option but a selection, files renamed."""
+    out: list[str] = []
+    args = iter(posargs)
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        takes_value = name in VALUED
+        if takes_value and not eq:
+            value = next(args, "")
+        if name in SELECTION:
+            continue
+        if name in RENAMED:
+            path = Path(value)
+            value = str(path.with_name(f"soak-{path.name}"))
+        out += [name, value] if takes_value else [arg]
+    return out
 
 
 @nox.session
@@ -65,12 +91,14 @@ def attack(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check the code with ruff, and the CI workflow with its schema and zizmor, all offline."""
+    """Check the code with ruff, and the workflows and actions with their schemas and zizmor, all offline."""
     session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor")
     session.run("ruff", "check", *SOURCES, "tests", "noxfile.py", "hatch_build.py", *session.posargs)
     workflows = sorted(str(path) for path in (ROOT / ".github").rglob("*.yml") if "workflows" in path.parts)
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
-    session.run("zizmor", "--offline", "--config", ".github/zizmor.yml", ".github")
+    actions = ["action.yml", *sorted(str(path) for path in (ROOT / ".github" / "actions").rglob("action.yml"))]
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", *actions)
+    session.run("zizmor", "--offline", "--config", ".github/zizmor.yml", ".github", "action.yml")
 
 
 @nox.session
@@ -151,21 +179,24 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "tests.bench", *session.posargs)
 
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium, Ubuntu's older package, and the Google Chrome that GitHub's Ubuntu runners carry.
+CHROMIUMS = (Path("/usr/bin/chromium"), Path("/usr/bin/chromium-browser"), Path("/usr/bin/google-chrome"))
 
 
 @nox.session
 def browser(session: nox.Session) -> None:
-    """Render the HTML report in headless Chromium at two widths and check it (Linux, not run by default)."""
+    """Render the HTML reports in headless Chromium at two widths and check them (Linux, not run by default)."""
     if not sys.platform.startswith("linux"):
-        session.skip("Linux only: it uses Debian's chromium package")
-    if not CHROMIUM.exists():
-        # Debian's build, not Playwright's download: the browser comes from the distribution's archive.
+        session.skip("Linux only: it uses the distribution's chromium package")
+    found = next((path for path in CHROMIUMS if path.exists()), None)
+    if found is None:
+        # The distribution's build, not Playwright's download: the browser comes from the distribution's archive.
         root = [] if os.geteuid() == 0 else ["sudo"]
         session.run(*root, "apt-get", "update", external=True)
         session.run(*root, "apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True)
+        found = CHROMIUMS[0]
     session.install(*TOOLS, ".", "playwright")
-    session.run("python", "-m", "tests.browser", "--chromium", str(CHROMIUM), *session.posargs)
+    session.run("python", "-m", "tests.browser", "--chromium", str(found), *session.posargs)
 
 
 if __name__ == "__main__":

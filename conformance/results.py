@@ -436,6 +436,9 @@ class Run:
             reasons: tuple[str, ...] = (f"interrupted after {len(self.results)} of {self.selected} case(s)",)
         else:
             reasons = selection.subset_reasons() if selection is not None else ()
+            if self.shard is not None:  # one shard certifies nothing alone: `resumekit merge` gives the verdict
+                shard = self.shard
+                reasons = (*reasons, f"--shard {shard.index}/{shard.count}: merge every shard for the verdict")
             scope = "subset" if reasons else "certification"
         if scope == "certification" and not passed:
             reasons = _failing_reasons(claimed)

@@ -3,7 +3,7 @@
 A thin shell around the pure core of ``cp_core``: it speaks HTTP (``ThreadingHTTPServer`` in a daemon
 thread), holds one lock around the core, reads the origins' refs and moves branches when the core asks,
 runs the observer's moment checks (CP-20) before the core stores anything, appends every log entry to
-a JSON-lines file, flushed and fsynced before the answer leaves (CP-19), and then answers, drops the
+a JSON-lines file, flushed before the answer leaves (CP-19), and then answers, drops the
 connection, or holds the answer, as the script says (CP-21). Each worker gets a base URL of its own,
 ``/w/<worker>/``, which is how its requests are attributed (CP-1). The kit's own paths carry a secret of
 this control plane's, drawn at its birth and never given to the worker (CP-22): ``kit_url`` builds them.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import secrets
 import sys
 import threading
@@ -436,7 +435,11 @@ class ControlPlane:
         )
 
     def _write(self, entries: list[dict[str, Any]]) -> None:
-        """Append entries to the durable log: written, flushed and fsynced before the caller goes on (CP-19)."""
+        """Append entries to the log: kept in memory, written and flushed before the caller goes on (CP-19).
+
+        Not fsynced: the control plane is the kit's, outside every fault model (the kit is never killed, and
+        the power-loss layer covers only the worker's state directory), and the kit judges from the entries
+        it holds; the file is for a reader after the run."""
         if not entries:
             return
         lines = []
@@ -451,9 +454,6 @@ class ControlPlane:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self._log_path, "ab") as handle:
                 handle.write("".join(lines).encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
             return
         self._log_file.write("".join(lines).encode("utf-8"))
         self._log_file.flush()
-        os.fsync(self._log_file.fileno())

@@ -262,21 +262,37 @@ def read_cache_file(state_dir: Path, path: Path) -> tuple[str, Any]:
 
 
 def tree_blobs(origin: Origin, oid: str) -> list[tuple[str, str, bytes]]:
-    """Every blob of a commit's tree, recursively: (mode, path, bytes), sorted by the path's bytes."""
+    """Every blob of a commit's tree, recursively: (mode, path, bytes), sorted by the path's bytes.
+
+    Two git commands whatever the tree's size: the listing, then every blob at once through
+    ``cat-file --batch``, whose answer is each blob's header line and its bytes."""
     listing = git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd=origin.path)
-    blobs = []
+    entries = []
     for entry in filter(None, listing.split("\0")):
         meta, path = entry.split("\t", 1)
         mode, kind, blob = meta.split()
-        if kind != "blob":
-            continue
-        data = _cat_blob(origin, blob)
-        blobs.append((mode, path, data))
+        if kind == "blob":
+            entries.append((mode, path, blob))
+    contents = _cat_blobs(origin, [blob for _, _, blob in entries])
+    blobs = [(mode, path, contents[blob]) for mode, path, blob in entries]
     return sorted(blobs, key=lambda item: item[1].encode("utf-8"))
 
 
-def _cat_blob(origin: Origin, blob: str) -> bytes:
-    return git_bytes(["cat-file", "blob", blob], cwd=origin.path)
+def _cat_blobs(origin: Origin, blobs: Sequence[str]) -> dict[str, bytes]:
+    if not blobs:
+        return {}
+    out = git_bytes(["cat-file", "--batch"], cwd=origin.path, stdin="".join(f"{b}\n" for b in blobs).encode("ascii"))
+    found: dict[str, bytes] = {}
+    at = 0
+    for blob in blobs:
+        end = out.index(b"\n", at)
+        fields = out[at:end].decode("ascii", "replace").split()
+        if len(fields) != 3 or fields[:2] != [blob, "blob"] or not fields[2].isdigit():
+            raise GitError(f"git cat-file --batch answered {out[at:end]!r} for the blob {blob}")
+        size = int(fields[2])
+        found[blob] = out[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1  # the bytes, then a newline
+    return found
 
 
 def expected_capture(origin: Origin, base_oid: str) -> dict[str, Any]:

@@ -155,7 +155,8 @@ def _hook_script(python: str, mode: str) -> str:
     # git runs hooks through a POSIX shell on every OS (Git for Windows brings its own sh), which takes
     # forward slashes in a Windows path.
     exe = python.replace("\\", "/")
-    return f'#!/bin/sh\nexec "{exe}" "$GIT_DIR/hooks/resumekit_pre_receive.py" {mode}\n'
+    # -I -S: the hook needs only the standard library, so neither site-packages nor PYTHON* variables.
+    return f'#!/bin/sh\nexec "{exe}" -I -S "$GIT_DIR/hooks/resumekit_pre_receive.py" {mode}\n'
 
 
 def create_origin(

@@ -1,20 +1,20 @@
 """The reference worker's process plumbing for tools: a tool, and whatever it starts, ends with the worker
 (p1.md WRK-5), however the worker ends.
 
-POSIX: the worker does not start the tool itself but a *keeper* (``python -m resumekit.reference.p1.tools
-keep LOCK -- ARGV``) in a session and process group of its own, whose id is the keeper's pid. The keeper starts the tool
-in that group, so the tool and everything it starts (unless it leaves the group on purpose) are members.
-The worker holds the write end of a pipe whose read end is the keeper's stdin: the *lifeline*. When the
-worker dies, however it dies, the kernel closes that end and the keeper reads end-of-file; it then kills
-its whole group, itself included, with one ``killpg(SIGKILL)``. When the tool exits first, the keeper
-reaps it, reports its status on stdout and kills the group the same way, so a grandchild the tool left
-behind goes too. The group id is the keeper's own pid and the keeper is alive while it sends the kill, so
-the kill can never reach another process that happens to reuse a pid. The lifeline alone would leave a
-race: the next worker could finish its startup cleanup before a slow keeper has read its end-of-file. So
-each keeper also holds an exclusive ``flock`` on a file of its own under ``<stateDir>/tools/`` until it
-dies, and the next worker, before its cleanup, takes every such lock in turn (``wait_for_keepers``): a
-lock it gets is a keeper that has sent its group kill and is gone. What this does not cover: a member
-that moves to another group or session itself, and a kill of the keeper alone.
+POSIX: the worker does not start the tool itself but a *keeper* (``keeper.py``, run as ``python -I -S
+keeper.py keep LOCK -- ARGV``) in a session and process group of its own, whose id is the keeper's pid. The
+keeper starts the tool in that group, so the tool and everything it starts (unless it leaves the group on
+purpose) are members. The worker holds the write end of a pipe whose read end is the keeper's stdin: the
+*lifeline*. When the worker dies, however it dies, the kernel closes that end and the keeper reads
+end-of-file; it then kills its whole group, itself included, with one ``killpg(SIGKILL)``. When the tool
+exits first, the keeper reaps it, reports its status on stdout and kills the group the same way, so a
+grandchild the tool left behind goes too. The group id is the keeper's own pid and the keeper is alive while
+it sends the kill, so the kill can never reach another process that happens to reuse a pid. The lifeline
+alone would leave a race: the next worker could finish its startup cleanup before a slow keeper has read its
+end-of-file. So each keeper also holds an exclusive ``flock`` on a file of its own under
+``<stateDir>/tools/`` until it dies, and the next worker, before its cleanup, takes every such lock in turn
+(``wait_for_keepers``): a lock it gets is a keeper that has sent its group kill and is gone. What this does
+not cover: a member that moves to another group or session itself, and a kill of the keeper alone.
 
 Windows: the tool is started suspended, put in a Job Object made with
 JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE and no breakaway allowed, then resumed, so everything it starts is in
@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -46,7 +45,9 @@ from pathlib import Path
 
 __all__ = ["CommandGroup", "ToolError", "run_tool", "wait_for_keepers"]
 
-MODULE = "resumekit.reference.p1.tools"
+# The keeper runs as a script of the standard library alone (-I -S): an interpreter start and little more,
+# where `-m resumekit...` would import the package and site-packages first, on the worker's critical path.
+KEEPER = [sys.executable, "-I", "-S", str(Path(__file__).with_name("keeper.py"))]
 KEEPERS = "tools"  # under the state directory: one lock file per keeper
 KEEPER_WAIT_S = 10.0  # how long a startup waits for one keeper to end before it goes on without it
 
@@ -144,7 +145,7 @@ class CommandGroup:
         lock = stack.enter_context(_keeper_lock(self._state_dir))
         try:
             keeper = subprocess.Popen(
-                [sys.executable, "-m", MODULE, "keep", str(lock), "--"],
+                [*KEEPER, "keep", str(lock), "--"],
                 stdin=subprocess.PIPE,  # the lifeline
                 stdout=subprocess.PIPE,
                 process_group=0,  # a group of its own, id = its pid, in the worker's session
@@ -185,7 +186,7 @@ class CommandGroup:
 def _run_kept(argv: list[str], cwd: Path, lock: Path) -> int:
     try:
         keeper = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "keep", str(lock), "--", *argv],
+            [*KEEPER, "keep", str(lock), "--", *argv],
             cwd=cwd,
             stdin=subprocess.PIPE,  # the lifeline: only this process holds its write end (close-on-exec)
             stdout=subprocess.PIPE,
@@ -203,59 +204,6 @@ def _run_kept(argv: list[str], cwd: Path, lock: Path) -> int:
         return int(status)
     except ValueError:
         raise ToolError(f"the keeper of {argv[0]!r} ended ({keeper.returncode}) without the tool's status") from None
-
-
-def _hold(lock: str) -> int | None:
-    """The keeper's lock, held until it dies (never inherited by the tool); None if it cannot be had,
-    which means a later worker has already taken it and the tool must not start."""
-    if sys.platform == "win32":
-        return None
-    import fcntl
-
-    try:
-        fd = os.open(lock, os.O_RDWR)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # taken, removed and made anew meanwhile
-            return None
-    except OSError:
-        return None
-    return fd
-
-
-def _keep(lock: str, argv: list[str]) -> int:
-    """The keeper's life: start the tool in this group, end the group when the tool or the worker ends.
-    With no tool, hold the group for the worker's commands until the worker ends it or dies."""
-    if sys.platform == "win32":
-        raise ToolError("the keeper is POSIX only: Windows uses a Job Object")
-    if _hold(lock) is None:
-        print(f"keeper: the lock {lock} is gone or taken: the worker is gone", file=sys.stderr, flush=True)
-        return 125
-
-    def end_group() -> None:
-        os.killpg(os.getpgid(0), signal.SIGKILL)  # every member at once, this process last of all
-
-    def watch_lifeline() -> None:
-        while os.read(0, 4096):  # the worker never writes; only its end closing matters
-            pass
-        end_group()
-
-    if not argv:
-        os.write(1, b"holding\n")
-        watch_lifeline()
-        return 0  # not reached: the group kill ends this process
-    threading.Thread(target=watch_lifeline, name="lifeline", daemon=True).start()
-    try:
-        tool = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
-    except OSError as error:
-        print(f"keeper: cannot start {argv[0]!r}: {error}", file=sys.stderr, flush=True)
-        status = 127
-    else:
-        status = tool.wait()
-    try:
-        os.write(1, f"{status}\n".encode("ascii"))
-    finally:
-        end_group()
-    return status  # not reached: the group kill ends this process
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,14 +282,3 @@ def _run_in_job(argv: list[str], cwd: Path) -> int:
         return int(status)
     finally:
         kernel32.CloseHandle(job)
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) >= 3 and argv[0] == "keep" and argv[2] == "--":
-        return _keep(argv[1], argv[3:])
-    print(f"usage: python -m {MODULE} keep LOCK -- [ARGV...]", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

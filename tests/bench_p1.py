@@ -3,8 +3,9 @@
 Part of ``nox -s bench`` (``tests/bench.py`` calls these). A P1 scenario's floor is what no kit can save:
 the two interpreters it starts (the adapter and the worker, the worker importing its code), the git
 commands the worker runs in its workspaces, and one synchronous=FULL journal commit plus one synced cache
-replace per checkpoint row. The worker's git commands are counted in one extra run with a git on PATH that
-notes each call's folder before it runs the real one (POSIX only; elsewhere they are left out of the floor).
+replace per checkpoint row. The worker's git commands are counted and timed in one extra run with a git on
+PATH that notes each call's folder and time around the real one (POSIX only; elsewhere they are left out of
+the floor); a push counts as a bare command, since most of its time is the origin's hooks, the kit's own.
 """
 
 from __future__ import annotations
@@ -72,23 +73,32 @@ def _scenario_seconds(case: str, env: dict[str, str] | None = None) -> float:
         return float(result["durationSeconds"])
 
 
-def _worker_git_commands(case: str) -> int | None:
-    """How many git commands the worker runs in its workspaces in one run of *case*; None where not counted."""
+def _worker_git(case: str) -> tuple[int, float] | None:
+    """How many git commands the worker runs in its workspaces in one run of *case*, and the seconds they took
+    (a push counted as none: its time is mostly the origin's hooks, which are the kit's); None where not
+    counted."""
     real = shutil.which("git")
     if real is None or sys.platform == "win32":
         return None
     with tempfile.TemporaryDirectory() as scratch:
         shim, calls = Path(scratch, "bin"), Path(scratch, "calls")
         shim.mkdir()
+        # Each call's folder, its first argument that is no option, and its nanoseconds around the real git.
         (shim / "git").write_text(
-            f'#!/bin/sh\nprintf "%s\\n" "$PWD" >> "{calls}"\nexec "{real}" "$@"\n', encoding="utf-8"
+            "#!/bin/sh\nbegan=$(date +%s%N)\n"
+            f'"{real}" "$@"\nstatus=$?\n'
+            'verb=$(for a in "$@"; do case "$a" in -c) ;; -*) ;; *=*) ;; *) echo "$a"; break;; esac; done)\n'
+            f'printf "%s %s %s\\n" "$PWD" "$verb" $(( $(date +%s%N) - began )) >> "{calls}"\n'
+            "exit $status\n",
+            encoding="utf-8",
         )
         (shim / "git").chmod(0o755)
         env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ.get('PATH', '')}"}
         _scenario_seconds(case, env)
-        folders = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+        lines = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
     # The worker works in its workspaces (root/workspaces/task-...); the kit in its origins and scratch.
-    return sum(f"{os.sep}workspaces" in folder for folder in folders)
+    mine = [line.rsplit(" ", 2) for line in lines if f"{os.sep}workspaces" in line.rsplit(" ", 2)[0]]
+    return len(mine), sum(int(ns) for _, verb, ns in mine if verb != "push") / 1e9
 
 
 def _interpreter_start(code: str, repeats: int) -> float:
@@ -138,10 +148,11 @@ def p1_scenarios(repeats: int, cases: Sequence[str] = ("p1-capture-completes", "
         f"bare git command {git * 1e3:.1f} ms, one FULL journal commit and synced cache replace {row * 1e3:.1f} ms"
     )
     for case in cases:
-        commands = _worker_git_commands(case)
-        floor = adapter + worker + (commands or 0) * git + ROWS_OF_A_COMPLETED_TASK * row
+        counted_git = _worker_git(case)
+        commands, git_s = counted_git if counted_git is not None else (0, 0.0)
+        floor = adapter + worker + max(git_s, commands * git) + ROWS_OF_A_COMPLETED_TASK * row
         took = statistics.median(_scenario_seconds(case) for _ in range(repeats))
-        counted = f"{commands} git" if commands is not None else "git not counted"
+        counted = f"{commands} git in {git_s * 1e3:.0f} ms" if counted_git is not None else "git not counted"
         print(
             f"  {case:24} {took * 1e3:6.0f} ms   floor {floor * 1e3:5.0f} ms "
             f"(2 starts, {counted}, {ROWS_OF_A_COMPLETED_TASK} rows)   {took / floor:.2f}x the floor (goal <= 2x)"

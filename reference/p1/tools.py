@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["CommandGroup", "ToolError", "run_tool", "wait_for_keepers"]
 
@@ -211,9 +212,10 @@ def _run_kept(argv: list[str], cwd: Path, lock: Path) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def _run_in_job(argv: list[str], cwd: Path) -> int:
+def _win32() -> tuple[Any, Any]:
+    """kernel32 and ntdll, with the signatures of the calls a job needs declared (Windows only)."""
     if sys.platform != "win32":
-        raise ToolError("Job Objects are Windows only")
+        raise ToolError("kernel32 is Windows only")
     import ctypes
     from ctypes import wintypes
 
@@ -231,6 +233,13 @@ def _run_in_job(argv: list[str], cwd: Path) -> int:
     kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
     ntdll.NtResumeProcess.restype = ctypes.c_long
     ntdll.NtResumeProcess.argtypes = [wintypes.HANDLE]
+    return kernel32, ntdll
+
+
+def _kill_on_close_limits() -> Any:
+    """JOBOBJECT_EXTENDED_LIMIT_INFORMATION with KILL_ON_JOB_CLOSE and no BREAKAWAY_OK: nothing leaves."""
+    import ctypes
+    from ctypes import wintypes
 
     class BasicLimits(ctypes.Structure):
         _fields_ = [
@@ -255,13 +264,23 @@ def _run_in_job(argv: list[str], cwd: Path) -> int:
             ("PeakJobMemoryUsed", ctypes.c_size_t),
         ]
 
-    extended_limit_information, kill_on_job_close, create_suspended = 9, 0x2000, 0x00000004
+    limits = ExtendedLimits()
+    limits.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+    return limits
+
+
+def _run_in_job(argv: list[str], cwd: Path) -> int:
+    if sys.platform != "win32":
+        raise ToolError("Job Objects are Windows only")
+    import ctypes
+
+    kernel32, ntdll = _win32()
+    extended_limit_information, create_suspended = 9, 0x00000004
     job = kernel32.CreateJobObjectW(None, None)  # not inheritable: no child can hold the job open
     if not job:
         raise ToolError(f"cannot create a Job Object: {ctypes.WinError(ctypes.get_last_error())}")
     try:
-        limits = ExtendedLimits()
-        limits.BasicLimitInformation.LimitFlags = kill_on_job_close  # and no BREAKAWAY_OK: nothing leaves
+        limits = _kill_on_close_limits()
         if not kernel32.SetInformationJobObject(
             job, extended_limit_information, ctypes.byref(limits), ctypes.sizeof(limits)
         ):

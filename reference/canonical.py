@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["canonical_json"]
 

@@ -13,10 +13,13 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from resumekit.reference.durable import sync_directory, sync_fd
 from resumekit.reference.p1.journal import Row
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CacheError", "cache_bytes", "cache_path", "rebuild", "remove_temporaries", "write_cache"]
 

@@ -8,7 +8,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DISK_ERRNOS", "DISK_FILES", "DISK_OPS", "Control", "DiskFault", "StopRequested"]
 

@@ -12,17 +12,19 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
 
 from resumekit.reference.p1.results import commit_object, git_object_id
 from resumekit.reference.p1.tools import ToolError
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "GitError",
@@ -106,7 +108,7 @@ def run(args: Sequence[str], *, cwd: Path, stdin: bytes | None = None, check: bo
 def prepare_workspace(root: Path, task: Mapping[str, Any]) -> str:
     """Create a new workspace under *root*, detached at ``base_oid``; return its directory name (WRK-4)."""
     while True:
-        name = f"task-{task['task_id']}-{task['attempt']}-{secrets.token_hex(4)}"
+        name = f"task-{task['task_id']}-{task['attempt']}-{os.urandom(4).hex()}"
         try:
             (root / name).mkdir()  # fails rather than reuse an existing entry
             break

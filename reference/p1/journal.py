@@ -14,9 +14,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from resumekit.reference.durable import sync_directory
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "BINDING_FIELDS",

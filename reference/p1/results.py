@@ -9,7 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "canonical_json",

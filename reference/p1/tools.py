@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CommandGroup", "ToolError", "run_tool", "wait_for_keepers"]
 
@@ -109,7 +111,7 @@ def _keeper_lock(state_dir: Path) -> Iterator[Path]:
     """A fresh lock file for one keeper, removed once the keeper is gone."""
     folder = state_dir / KEEPERS
     folder.mkdir(exist_ok=True)
-    path = folder / f"keeper-{secrets.token_hex(8)}.lock"
+    path = folder / f"keeper-{os.urandom(8).hex()}.lock"
     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
     try:
         yield path

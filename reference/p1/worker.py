@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from resumekit.reference.p1 import git
 from resumekit.reference.p1.cache import CacheError, rebuild, remove_temporaries, write_cache
@@ -42,6 +40,10 @@ from resumekit.reference.p1.results import (
     source_capture_body,
 )
 from resumekit.reference.p1.tools import CommandGroup, ToolError, run_tool, wait_for_keepers
+
+TYPE_CHECKING = False  # typing is not imported at run time: every start of the reference pays for each import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RECOVERY_CAP", "Worker", "WorkerConfig"]
 
@@ -139,6 +141,8 @@ class Worker:
         except (JournalError, CacheError) as error:
             _log(f"fatal: {error}")  # JNL-8: no further request, a non-zero exit
         except Exception:
+            import traceback  # only on the way out: not a cost of every start
+
             _log("fatal: " + traceback.format_exc())
         finally:
             if self._journal is not None:

@@ -25,7 +25,10 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # git starts this hook twice a push: typing would be a sixth of its imports
+if TYPE_CHECKING:
+    from typing import Any
 
 Update = tuple[str, str, str]  # old, new, ref, as git gives them (an alias: no future import here)
 

@@ -11,9 +11,11 @@ this control plane's, drawn at its birth and never given to the worker (CP-22): 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -30,6 +32,8 @@ from resumekit.conformance.p1.origin import GitError, Origin, git
 from resumekit.conformance.schemas import first_violation
 
 MAX_BODY = 1 << 20
+_DRAIN_S = 0.5  # how long, at most, a refused request's unread body is read before the connection closes
+_DRAIN_READS = 16  # and in at most this many reads: a body the kit refused is not read to its end
 SHUTDOWN_POLL_S = 0.02  # how soon close() is noticed by the serving loop
 
 
@@ -124,6 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
             # The body cannot be read: answered here, logged all the same, and the connection closed.
             self.close_connection = True
             self._send(400, self.server.plane._refuse(self.command, relative, worker, refusal))
+            self._drain()
             return
         body = self.rfile.read(length) if length else b""
         headers: dict[str, tuple[str, ...]] = {}
@@ -138,6 +143,20 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(outcome.delay_s)
         assert outcome.body is not None
         self._send(outcome.status, outcome.body)
+
+    def _drain(self) -> None:
+        """Read what the client still sends of a body left unread, until it hangs up or a moment passes.
+
+        Closing a socket with unread bytes makes the system reset the connection, and a reset can reach the
+        client before it has read the answer already sent: the refusal would arrive as a transport failure.
+        """
+        deadline = time.monotonic() + _DRAIN_S
+        with contextlib.suppress(OSError, ValueError):
+            self.connection.shutdown(socket.SHUT_WR)
+            for _ in range(_DRAIN_READS):
+                self.connection.settimeout(max(deadline - time.monotonic(), 0.001))
+                if not self.connection.recv(65536):
+                    return
 
     def _send(self, status: int, body: Mapping[str, Any]) -> None:
         data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

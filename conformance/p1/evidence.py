@@ -169,8 +169,10 @@ def _read_copy(copy: Path) -> list[Row]:
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     try:
         with contextlib.closing(connection):
-            # The copy is the kit's scratch, removed after this read: the checkpoint SQLite makes when
-            # the last connection to a WAL database closes need not reach the disk.
+            # The copy is the kit's scratch, removed after this read, and this is its only connection:
+            # exclusive locking keeps SQLite from making a shared-memory file beside a WAL copy, and the
+            # checkpoint it makes when the connection closes need not reach the disk.
+            connection.execute("PRAGMA locking_mode=EXCLUSIVE")
             connection.execute("PRAGMA synchronous=OFF")
             return _select_rows(connection)
     except sqlite3.Error as error:

@@ -122,14 +122,18 @@ def prepare_workspace(root: Path, task: Mapping[str, Any]) -> str:
 
 
 def verify_workspace(path: Path, base_oid: str) -> bool:
-    """HEAD detached at *base_oid* and ``git status --porcelain --ignored --untracked-files=all`` empty."""
+    """HEAD detached at *base_oid* and ``git status --porcelain --ignored --untracked-files=all`` empty.
+
+    The status in its second porcelain format names HEAD's commit in its ``# branch.oid`` header, so
+    one command reads both the commit and the status."""
     try:
         symbolic = run(["symbolic-ref", "-q", "HEAD"], cwd=path, check=False)
-        head = run(["rev-parse", "--verify", "HEAD"], cwd=path).decode("ascii").strip()
-        status = run(["status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=path)
+        status = run(["status", "--porcelain=v2", "--branch", "--ignored", "--untracked-files=all"], cwd=path)
     except GitError:
         return False
-    return not symbolic.strip() and head == base_oid and not status.strip()
+    lines = status.decode("utf-8", "replace").splitlines()
+    entries = [line for line in lines if not line.startswith("# ")]
+    return not symbolic.strip() and f"# branch.oid {base_oid}" in lines and not entries
 
 
 def _tree_entries(path: Path, oid: str) -> dict[str, tuple[str, str, str]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
 from pathlib import Path
 
 from resumekit.reference.durable import sync_directory
@@ -161,10 +160,21 @@ class JournalError(Exception):
     """A journal write or setting failed: fatal to the worker (JNL-7, JNL-8)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One checkpoint row, every column of JNL-1."""
+COLUMNS = (
+    "seq", "task_id", "attempt", "execution_digest", "job_id", "repository", "base_oid", "expected_branch_oid",
+    "target_branch", "generation", "phase", "lease_id", "task", "workspace", "idempotency_key", "result_hash",
+    "result_body", "commit_oid", "reused_from", "reason",
+)
+_REQUIRED = 12  # the columns up to lease_id are NOT NULL; the rest default to NULL
 
+
+class Row:
+    """One checkpoint row, every column of JNL-1, immutable; made from a SELECT's values in column order.
+
+    A plain class, not a dataclass: dataclasses imports inspect, about a sixth of the worker's imports.
+    """
+
+    __slots__ = COLUMNS
     seq: int
     task_id: str
     attempt: int
@@ -177,14 +187,43 @@ class Row:
     generation: int
     phase: str
     lease_id: str
-    task: str | None = None
-    workspace: str | None = None
-    idempotency_key: str | None = None
-    result_hash: str | None = None
-    result_body: str | None = None
-    commit_oid: str | None = None
-    reused_from: int | None = None
-    reason: str | None = None
+    task: str | None
+    workspace: str | None
+    idempotency_key: str | None
+    result_hash: str | None
+    result_body: str | None
+    commit_oid: str | None
+    reused_from: int | None
+    reason: str | None
+
+    def __init__(self, *values: Any) -> None:
+        if not _REQUIRED <= len(values) <= len(COLUMNS):
+            raise TypeError(f"a Row takes {_REQUIRED} to {len(COLUMNS)} values, not {len(values)}")
+        for name, value in zip(COLUMNS, (*values, *(None,) * (len(COLUMNS) - len(values))), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Row is immutable: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Row) and self.values == other.values
+
+    def __hash__(self) -> int:
+        return hash(self.values)
+
+    def __repr__(self) -> str:
+        return "Row(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in COLUMNS) + ")"
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in COLUMNS)
+
+    def replace(self, **changes: Any) -> Row:
+        """This row with the columns in *changes* set to other values."""
+        unknown = set(changes) - set(COLUMNS)
+        if unknown:
+            raise TypeError(f"a Row has no columns {sorted(unknown)!r}")
+        return Row(*(changes.get(name, getattr(self, name)) for name in COLUMNS))
 
     @property
     def identity(self) -> tuple[Any, ...]:
@@ -198,7 +237,6 @@ class Row:
         return {name: getattr(self, name) for name in COLUMNS}
 
 
-COLUMNS = tuple(field.name for field in fields(Row))
 _INSERTED = COLUMNS[1:]
 
 

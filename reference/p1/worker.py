@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from resumekit.reference.p1 import git
@@ -52,11 +51,15 @@ _BACKOFF_START_S = 0.05
 _BACKOFF_MAX_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
 class WorkerConfig:
-    control_plane_url: str
-    workspace_root: Path
-    state_dir: Path
+    """Where the worker's control plane, workspaces and state are (ADP-2's config)."""
+
+    __slots__ = ("control_plane_url", "state_dir", "workspace_root")
+
+    def __init__(self, control_plane_url: str, workspace_root: Path, state_dir: Path) -> None:
+        self.control_plane_url = control_plane_url
+        self.workspace_root = workspace_root
+        self.state_dir = state_dir
 
 
 class Abandon(Exception):
@@ -71,13 +74,15 @@ class Reconcile(Exception):
         self.reason = reason
 
 
-@dataclass
 class Attempt:
-    rows: list[Row]
-    workspace: str | None = None  # made by this process
-    commit_oid: str | None = None  # C built in this process's workspace
-    converged: bool = False
-    lost: bool = False
+    """One attempt as this process knows it: its rows, and what this process did for it."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = rows
+        self.workspace: str | None = None  # made by this process
+        self.commit_oid: str | None = None  # C built in this process's workspace
+        self.converged = False
+        self.lost = False
 
     @property
     def last(self) -> Row:
@@ -101,10 +106,10 @@ class Attempt:
         return self.first.lease_id
 
 
-@dataclass
 class _Backoff:
-    delay: float = _BACKOFF_START_S
-    waits: list[float] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.delay = _BACKOFF_START_S
+        self.waits: list[float] = []
 
     def next(self) -> float:
         current = self.delay

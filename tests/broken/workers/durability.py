@@ -148,8 +148,6 @@ class TakesThePhaseFromTheCache(_Tracked):
     rewrites them, so by idle every cache mirrors the journal again."""
 
     def _startup(self) -> None:
-        import dataclasses
-
         cached = _cached_phases(self.config.state_dir)
         grouped = reference.attempts
 
@@ -159,7 +157,7 @@ class TakesThePhaseFromTheCache(_Tracked):
                 last = group[-1]
                 phase = cached.pop((last.task_id, last.attempt), None)  # once: the startup's own grouping
                 if phase is not None and phase != last.phase:
-                    groups[index] = [*group[:-1], dataclasses.replace(last, phase=phase)]
+                    groups[index] = [*group[:-1], last.replace(phase=phase)]
             return groups
 
         with _patched(reference, "attempts", trusting):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from resumekit.reference.p1 import journal
@@ -33,7 +32,7 @@ class ReusesAcrossGenerations(_Tracked):
 
         def rows() -> list[Row]:
             return [
-                dataclasses.replace(row, generation=first.generation) if row.task_id == first.task_id else row
+                row.replace(generation=first.generation) if row.task_id == first.task_id else row
                 for row in real_rows()
             ]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import secrets
 from typing import Any
@@ -42,7 +41,7 @@ class NewKeyOnRestart(_Tracked):
     def _submit(self, attempt: reference.Attempt) -> None:
         pending = attempt.last
         if pending.seq not in self.mine:
-            attempt.rows[-1] = dataclasses.replace(pending, idempotency_key=f"p1-result:{secrets.token_hex(32)}")
+            attempt.rows[-1] = pending.replace(idempotency_key=f"p1-result:{secrets.token_hex(32)}")
         super()._submit(attempt)
 
 
@@ -53,7 +52,7 @@ class NewKeyOnSecondRecovery(_Tracked):
     def _submit(self, attempt: reference.Attempt) -> None:
         pending = attempt.last
         if pending.seq not in self.mine and self.journal.recoveries(pending.task_id, pending.attempt, pending.seq) >= 2:
-            attempt.rows[-1] = dataclasses.replace(pending, idempotency_key=f"p1-result:{secrets.token_hex(32)}")
+            attempt.rows[-1] = pending.replace(idempotency_key=f"p1-result:{secrets.token_hex(32)}")
         super()._submit(attempt)
 
 

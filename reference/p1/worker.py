@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resumekit.reference.p1 import git
+from resumekit.reference.p1.attempt import Abandon, Attempt, Backoff, Reconcile
 from resumekit.reference.p1.cache import CacheError, rebuild, remove_temporaries, write_cache
 from resumekit.reference.p1.cleanup import remove_stale_workspaces, remove_tree
 from resumekit.reference.p1.client import Answer, ControlPlane, quote
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["RECOVERY_CAP", "Worker", "WorkerConfig"]
 
 RECOVERY_CAP = 5
-_BACKOFF_START_S = 0.05
-_BACKOFF_MAX_S = 1.0
 
 
 class WorkerConfig:
@@ -60,61 +59,6 @@ class WorkerConfig:
         self.control_plane_url = control_plane_url
         self.workspace_root = workspace_root
         self.state_dir = state_dir
-
-
-class Abandon(Exception):
-    """The attempt's lease is lost where LEASE-4 says the attempt is abandoned: no row, go on."""
-
-
-class Reconcile(Exception):
-    """The attempt ends in ``reconciliation_required`` with this reason (PHASE-4)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Attempt:
-    """One attempt as this process knows it: its rows, and what this process did for it."""
-
-    def __init__(self, rows: list[Row]) -> None:
-        self.rows = rows
-        self.workspace: str | None = None  # made by this process
-        self.commit_oid: str | None = None  # C built in this process's workspace
-        self.converged = False
-        self.lost = False
-
-    @property
-    def last(self) -> Row:
-        return self.rows[-1]
-
-    @property
-    def first(self) -> Row:
-        return self.rows[0]
-
-    @property
-    def task(self) -> dict[str, Any]:
-        served = json.loads(self.first.task or "{}")
-        return served if isinstance(served, dict) else {}
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        return {name: getattr(self.first, name) for name in IDENTITY_FIELDS}
-
-    @property
-    def lease_id(self) -> str:
-        return self.first.lease_id
-
-
-class _Backoff:
-    def __init__(self) -> None:
-        self.delay = _BACKOFF_START_S
-        self.waits: list[float] = []
-
-    def next(self) -> float:
-        current = self.delay
-        self.delay = min(self.delay * 2, _BACKOFF_MAX_S)
-        return current
 
 
 def _log(message: str) -> None:
@@ -190,14 +134,14 @@ class Worker:
                 self._resume(attempt, count_recovery=True)
 
     def _claim_loop(self) -> None:
-        backoff = _Backoff()
+        backoff = Backoff()
         while True:
             self.control.check_stop()
             answer = self._request("POST", "v1/claims", {})
             if answer.status != 200:
                 self.control.sleep(backoff.next())
                 continue
-            backoff = _Backoff()
+            backoff = Backoff()
             task, lease = answer.body.get("task"), answer.body.get("lease")
             if not isinstance(task, dict) or not isinstance(lease, dict):
                 self.control.set_idle(True)
@@ -220,7 +164,7 @@ class Worker:
         """Renew the attempt's lease; False once it is lost (LEASE-2, LEASE-4). CP time only."""
         if attempt.lost:
             return False
-        backoff = _Backoff()
+        backoff = Backoff()
         while True:
             self.control.check_stop()
             answer = self._request("POST", f"v1/leases/{quote(attempt.lease_id)}/renew", {})
@@ -240,7 +184,7 @@ class Worker:
     def _until_answered(self, method: str, path: str, body: dict[str, Any] | None = None,
                         tries: int = 20) -> Answer:
         """A request that is no governed side effect, resent on transport failures."""
-        backoff = _Backoff()
+        backoff = Backoff()
         answer = Answer(0, {})
         for _ in range(tries):
             answer = self._request(method, path, body)
@@ -511,7 +455,7 @@ class Worker:
         self._failpoint("before_receipt")
         receipt_body = {"task_id": first.task_id, "attempt": first.attempt, "lease_id": attempt.lease_id,
                         "commit_oid": oid}
-        backoff = _Backoff()
+        backoff = Backoff()
         while True:
             if not self._renew(attempt):
                 raise Reconcile("lease_not_converged")
@@ -589,7 +533,7 @@ class Worker:
                 "lease_id": attempt.lease_id, "result_hash": pending.result_hash,
                 "result": json.loads(pending.result_body)}
         headers = {"Idempotency-Key": pending.idempotency_key}
-        backoff = _Backoff()
+        backoff = Backoff()
         while True:
             self._failpoint("before_result_submit")
             if not self._renew(attempt):

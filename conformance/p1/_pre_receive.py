@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 
@@ -42,6 +41,9 @@ def _facts(git_dir: str, new: str) -> tuple[str | None, list[str]]:
     are its parents."""
     if new == ZERO:
         return None, []
+    # Imported here, not at the top: the post-receive half never runs git, and subprocess is a fifth of its start.
+    import subprocess
+
     done = subprocess.run(
         ["git", "cat-file", "--batch"], input=(new + "\n").encode("ascii"), capture_output=True,
         env={**os.environ, "GIT_DIR": git_dir}, timeout=60, check=False,

@@ -10,10 +10,11 @@ or the tool ends, it kills its whole group, itself last.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import threading
+
+# The keeper of a worker's git commands starts before the worker's first one and is waited for: only os and
+# sys at the top, since the signal module (enum), subprocess and threading took half of its start here.
+_SIGKILL = 9  # POSIX gives SIGKILL the number 9; the keeper runs on POSIX only
 
 
 class KeeperError(Exception):
@@ -47,7 +48,7 @@ def _keep(lock: str, argv: list[str]) -> int:
         return 125
 
     def end_group() -> None:
-        os.killpg(os.getpgid(0), signal.SIGKILL)  # every member at once, this process last of all
+        os.killpg(os.getpgid(0), _SIGKILL)  # every member at once, this process last of all
 
     def watch_lifeline() -> None:
         while os.read(0, 4096):  # the worker never writes; only its end closing matters
@@ -58,6 +59,9 @@ def _keep(lock: str, argv: list[str]) -> int:
         os.write(1, b"holding\n")
         watch_lifeline()
         return 0  # not reached: the group kill ends this process
+    import subprocess
+    import threading
+
     threading.Thread(target=watch_lifeline, name="lifeline", daemon=True).start()
     try:
         tool = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())

@@ -292,6 +292,25 @@ def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
     assert state.tasks["t-1"].state == "QUEUED"
 
 
+def test_the_shell_reads_the_heads_only_for_a_request_that_shows_one() -> None:
+    # A lease's CP-9 view and a receipt's visibility carry the branch's head; an idle poll carries none, so
+    # the core asks the shell for no read of the origin (most of a worker's requests are polls).
+    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+
+    def needs_heads(path: str, body: bytes = b"{}", method: str = "POST") -> bool:
+        request = core.Request(method, path, "", {"content-type": ("application/json",)}, body, "w1")
+        return core.prepare(state, request).needs_heads
+
+    assert not needs_heads("v1/claims")
+    task = {"task_id": "t-1", "execution_digest": "d-t-1", "job_id": "job-t-1", "repository": REPO,
+            "origin_url": "file:///nowhere", "base_oid": "a" * 40, "expected_branch_oid": "a" * 40,
+            "target_branch": "main", "generation": 1, "kind": "source_capture", "payload": {}}
+    core.kit_issue(state, core.Log(state, None), task)
+    assert needs_heads("v1/claims")
+    receipt = {"task_id": "t-1", "attempt": 1, "lease_id": "lease-1", "commit_oid": "b" * 40}
+    assert needs_heads("v1/jobs/job-t-1/receipt", json.dumps(receipt).encode(), "PUT")
+
+
 # ---------------------------------------------------------------- CP-9, CP-10
 
 

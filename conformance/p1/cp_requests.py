@@ -177,8 +177,7 @@ def prepare(state: State, request: Request) -> Plan:
             assert isinstance(fault, F.MoveClock)
             kit_move_clock(state, log, fault.delta_ms)
     expire(state, log)
-    plan = Plan(number, endpoint, params, moments, [], endpoint in ("claim", "receipt", "origin_check"), None, [],
-                body, body_error, log.entries)
+    plan = Plan(number, endpoint, params, moments, [], endpoint == "receipt", None, [], body, body_error, log.entries)
     if endpoint is None:
         return plan
     plan.move_branches = [
@@ -201,12 +200,21 @@ def prepare(state: State, request: Request) -> Plan:
             and (getattr(f, "worker", None) in (None, request.worker))
             and _claim_fault_applies(state, f),
         )
+        plan.needs_heads = plan.needs_heads or _claim_may_grant(state, plan.claim_faults)
     if body_error is None and isinstance(body, dict):
         plan.moments.extend(_moments(state, request, endpoint, params, body))
     return plan
 
 
 CLAIM_FAULTS = (F.DuplicateDelivery, F.ServeStale, F.ReplayAttempt, F.ConflictingIdentity)
+
+
+def _claim_may_grant(state: State, claim_faults: list[F.Fault]) -> bool:
+    """Whether a claim may grant a lease, whose CP-9 view carries the branch's head: a claim that finds
+    nothing to serve, most of a worker's polls, costs the shell no read of the origin."""
+    if any(isinstance(f, (F.ReplayAttempt, F.ConflictingIdentity)) for f in claim_faults):
+        return True
+    return _pick(state, {f.task_id for f in claim_faults if isinstance(f, F.ServeStale)}) is not None
 
 
 def _claim_fault_applies(state: State, fault: F.Fault) -> bool:

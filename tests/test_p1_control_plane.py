@@ -309,6 +309,11 @@ def test_the_shell_reads_the_heads_only_for_a_request_that_shows_one() -> None:
     assert needs_heads("v1/claims")
     receipt = {"task_id": "t-1", "attempt": 1, "lease_id": "lease-1", "commit_oid": "b" * 40}
     assert needs_heads("v1/jobs/job-t-1/receipt", json.dumps(receipt).encode(), "PUT")
+    state.kit_secret = "s3cret"
+    check = {"repository": REPO, "updates": [{"ref": "refs/heads/main", "old": "a" * 40, "new": "b" * 40}]}
+    request = core.Request("POST", "_kit/s3cret/origin/check", "", {}, json.dumps(check).encode(), None)
+    plan = core.prepare(state, request)
+    assert plan.endpoint == "origin_check" and not plan.needs_heads
 
 
 # ---------------------------------------------------------------- CP-9, CP-10

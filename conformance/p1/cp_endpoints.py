@@ -44,7 +44,12 @@ def _clock(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -
     return Outcome(*_ok(state, 200), [])
 
 
-def _pick(state: State, stale_ok: set[str]) -> str | None:
+def stale_ok(claim_faults: list[F.Fault]) -> set[str]:
+    """The tasks a claim may serve at a stale generation: those a ServeStale fault of this claim names."""
+    return {f.task_id for f in claim_faults if isinstance(f, F.ServeStale)}
+
+
+def _pick(state: State, stale: set[str]) -> str | None:
     for task_id, attempt in state.issue_order:
         rec = state.tasks[task_id]
         if rec.state != "QUEUED" or rec.current["attempt"] != attempt:
@@ -53,7 +58,7 @@ def _pick(state: State, stale_ok: set[str]) -> str | None:
         key = (served["repository"], served["target_branch"])
         if any(lease.data["state"] == "ACTIVE" for lease in branch_leases(state, *key)):
             continue
-        if served["generation"] < state.highest_generation.get(key, 0) and task_id not in stale_ok:
+        if served["generation"] < state.highest_generation.get(key, 0) and task_id not in stale:
             continue
         return task_id
     return None
@@ -117,8 +122,7 @@ def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -
                 retry_after_ms=state.retry_after_ms,
             )
             return Outcome(status, body, [])
-    stale_ok = {f.task_id for f in plan.claim_faults if isinstance(f, F.ServeStale)}
-    task_id = _pick(state, stale_ok)
+    task_id = _pick(state, stale_ok(plan.claim_faults))
     if task_id is None:
         status, body = _ok(state, 200, task=None, lease=None, retry_after_ms=state.retry_after_ms)
         return Outcome(status, body, [])

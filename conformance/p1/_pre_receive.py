@@ -33,30 +33,143 @@ Update = tuple[str, str, str]  # old, new, ref, as git gives them (an alias: no 
 
 ZERO = "0" * 40
 TIMEOUT_S = 40.0
+GIT_TIMEOUT_S = 60.0
+MAX_COMMIT = 64 << 10  # bytes of a pushed commit the hook reads: a governed commit is a few hundred
+MEMORY = 128 << 20  # RLIMIT_DATA of the hook's git (POSIX; enforced on Linux): it needs a few MiB
+MAX_INPUT = 1 << 20  # bytes of updates git hands the hook, and of the policy it reads
+PUSHES = "resumekit-pushes.jsonl"
 
 
 def _facts(git_dir: str, new: str) -> tuple[str | None, list[str]]:
-    """The type of the new object and its parents (for a commit), read from git inside the push's quarantine,
-    in one git command: ``cat-file --batch`` gives the type and the commit's header, whose parent lines
-    are its parents."""
+    """The type of the new object and its parents (for a commit), read from git inside the push's quarantine.
+
+    The pushed object is the worker's, and may be anything: a 1 MiB pack can hold a blob of a gigabyte of
+    zeros. So its type and size are looked up first (``cat-file --batch-check``, which reads no content);
+    only a commit of at most MAX_COMMIT bytes is read, and of it only the header's parent lines count. A
+    larger commit is judged from its type and size alone: it is reported with no parents, so the control
+    plane refuses it (no governed commit comes near that size)."""
     if new == ZERO:
         return None, []
-    # Imported here, not at the top: the post-receive half never runs git, and subprocess is a fifth of its start.
-    import subprocess
-
-    done = subprocess.run(
-        ["git", "cat-file", "--batch"], input=(new + "\n").encode("ascii"), capture_output=True,
-        env={**os.environ, "GIT_DIR": git_dir}, timeout=60, check=False,
-    )  # fmt: skip
-    head, _, body = done.stdout.partition(b"\n")
-    fields = head.decode("utf-8", "replace").split()
-    if done.returncode != 0 or len(fields) != 3:  # "<oid> missing", or git failed
+    check = _git(git_dir, ["cat-file", "--batch-check"], (new + "\n").encode("ascii"), 512)
+    fields = (check or b"").decode("utf-8", "replace").split()
+    if len(fields) != 3 or fields[0] != new:  # "<oid> missing", or git failed
         return None, []
-    kind = fields[1]
-    if kind != "commit":
+    kind, size = fields[1], fields[2]
+    if kind != "commit" or not size.isdigit() or int(size) > MAX_COMMIT:
+        return kind, []
+    body = _git(git_dir, ["cat-file", "commit", new], None, MAX_COMMIT)
+    if body is None:
         return kind, []
     header = body.split(b"\n\n", 1)[0].decode("utf-8", "replace").splitlines()
     return kind, [line.split()[1] for line in header if line.startswith("parent ") and len(line.split()) == 2]
+
+
+def _git(git_dir: str, args: list[str], stdin: bytes | None, limit: int) -> bytes | None:
+    """git's stdout, at most *limit* bytes of it, or None when git failed, wrote more, or outlived its time.
+
+    git runs under RLIMIT_DATA (POSIX) and is killed after GIT_TIMEOUT_S; only the system's and the user's
+    configuration are switched off, since the push's quarantine is named in the environment git gave."""
+    # Imported here, not at the top: the post-receive half never runs git, and subprocess is a fifth of its start.
+    import subprocess
+    import threading
+
+    env = {**os.environ, "GIT_DIR": git_dir, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    limits = {"preexec_fn": _memory_limit()} if sys.platform != "win32" else {}
+    try:
+        process = subprocess.Popen(
+            ["git", *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, **limits,
+        )  # fmt: skip
+    except OSError:
+        return None
+    timer = threading.Timer(GIT_TIMEOUT_S, process.kill)
+    timer.start()
+    try:
+        assert process.stdout is not None
+        if process.stdin is not None:
+            with process.stdin:
+                process.stdin.write(stdin or b"")
+        out = process.stdout.read(limit + 1)
+    except OSError:
+        out = b""
+    finally:
+        if process.poll() is None:
+            process.kill()  # it wrote more than *limit*, or stopped writing: either way nothing more is read
+        process.wait()
+        timer.cancel()
+        if process.stdout is not None:
+            process.stdout.close()
+    return out if process.returncode == 0 and len(out) <= limit else None
+
+
+def _memory_limit() -> Any:
+    if sys.platform == "win32":  # no such limit there
+        return None
+    import resource  # imported before the fork, not in the child
+
+    def limit() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        wanted = MEMORY if hard == resource.RLIM_INFINITY else min(MEMORY, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+
+    return limit
+
+
+def _read_policy(git_dir: str) -> dict[str, Any]:
+    """The kit's policy file: a regular file reached without following a link, of at most MAX_INPUT bytes.
+    ValueError otherwise, which refuses every update."""
+    fd = _open(os.path.join(git_dir, "resumekit-policy.json"), os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_INPUT + 1)
+    policy = json.loads(data.decode("utf-8")) if len(data) <= MAX_INPUT else None
+    if not isinstance(policy, dict):
+        raise ValueError("the origin's policy is no JSON object of at most 1 MiB")
+    return policy
+
+
+def _append(git_dir: str, records: list[dict[str, Any]]) -> None:
+    """Append *records* to the push log, never through a link a worker left at its name (the origin's folder is
+    the worker's to write, and this hook is the kit's code): O_NOFOLLOW and O_APPEND on POSIX; on Windows,
+    which has no O_NOFOLLOW, the name is looked at before and after the open and nothing is written unless
+    both show the regular file opened. OSError when it cannot be written so."""
+    data = "".join(json.dumps(record, sort_keys=True) + "\n" for record in records).encode("utf-8")
+    fd = _open(os.path.join(git_dir, PUSHES), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+        # No fsync: the origin is the kit's own, outside every fault model (a power cut covers only the
+        # worker's state); the kit reads this file after the hook has exited.
+    finally:
+        os.close(fd)
+
+
+def _open(path: str, flags: int) -> int:
+    """A descriptor of the regular file at *path*, opened without following a link and without blocking on a
+    FIFO; OSError for anything else."""
+    import stat
+
+    flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    before = _lstat(path) if sys.platform == "win32" else None
+    if before is not None and (stat.S_ISLNK(before.st_mode) or getattr(before, "st_file_attributes", 0) & 0x400):
+        raise OSError(f"{path} is a link")
+    if sys.platform == "win32" and before is None:
+        flags |= os.O_EXCL  # created here, never through a link that appeared at the name since
+    fd = os.open(path, flags, 0o666)
+    info = os.fstat(fd)
+    after = _lstat(path) if sys.platform == "win32" else info
+    if not stat.S_ISREG(info.st_mode) or after is None or (after.st_ino, after.st_dev) != (info.st_ino, info.st_dev):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    if sys.platform != "win32":
+        os.set_blocking(fd, True)
+    return fd
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
 
 
 def _post(url: str, body: dict[str, Any]) -> Any:
@@ -127,10 +240,14 @@ def _static(policy: dict[str, str], updates: list[Update]) -> list[str]:
 
 def main(mode: str) -> int:
     git_dir = os.environ.get("GIT_DIR", ".")
-    with open(os.path.join(git_dir, "resumekit-policy.json"), encoding="utf-8") as handle:
-        policy = json.load(handle)
-    lines = (line.split() for line in sys.stdin.read().splitlines())
+    given = sys.stdin.buffer.read(MAX_INPUT + 1)
+    lines = (line.split() for line in given[:MAX_INPUT].decode("utf-8", "replace").splitlines())
     updates: list[Update] = [(parts[0], parts[1], parts[2]) for parts in lines if len(parts) == 3]
+    try:
+        policy = _read_policy(git_dir)
+        problem = "" if len(given) <= MAX_INPUT else f"a push of more than {MAX_INPUT} bytes of updates is refused"
+    except (OSError, ValueError) as error:
+        policy, problem = {}, f"the origin's policy cannot be read: {error}"
     control_plane = policy.get("control_plane")
     if mode == "post-receive":
         if control_plane and updates:
@@ -143,9 +260,12 @@ def main(mode: str) -> int:
             except Exception as error:  # the refs have moved; nothing to undo, only to say
                 sys.stderr.write(f"resumekit origin: could not tell the control plane: {error}\n")
         return 0
-    reasons = _ask(control_plane, git_dir, updates) if control_plane else _static(policy.get("refs", {}), updates)
+    if problem:
+        reasons = [problem] * len(updates)
+    else:
+        reasons = _ask(control_plane, git_dir, updates) if control_plane else _static(policy.get("refs", {}), updates)
     # A push is all or nothing: if any update is refused, none of its updates lands.
-    refused = any(reasons)
+    refused = any(reasons) or bool(problem)
     records: list[dict[str, Any]] = []
     for (old, new, ref), reason in zip(updates, reasons, strict=True):
         if refused and not reason:
@@ -154,12 +274,11 @@ def main(mode: str) -> int:
         records.append(record)
         if reason:
             sys.stderr.write(f"resumekit origin: refused: {reason}\n")
-    with open(os.path.join(git_dir, "resumekit-pushes.jsonl"), "a", encoding="utf-8") as log:
-        for record in records:
-            log.write(json.dumps(record, sort_keys=True) + "\n")
-        # No fsync: the origin is the kit's own, outside every fault model (a power cut covers only the
-        # worker's state); the kit reads this file after the hook has exited.
-        log.flush()
+    try:
+        _append(git_dir, records)
+    except OSError as error:  # every attempt is logged (CP-18), or it does not land
+        sys.stderr.write(f"resumekit origin: refused: the push log cannot be written: {error}\n")
+        return 1
     return 1 if refused else 0
 
 

@@ -28,13 +28,14 @@ from urllib.parse import quote, unquote, urlsplit
 
 from resumekit.conformance.p1 import cp_core as core
 from resumekit.conformance.p1 import cp_faults as F
-from resumekit.conformance.p1.origin import GitError, Origin, git
+from resumekit.conformance.p1.origin import GitError, Origin, OriginUnreadable
 from resumekit.conformance.schemas import first_violation
 
 MAX_BODY = 1 << 20
 _DRAIN_S = 0.5  # how long, at most, a refused request's unread body is read before the connection closes
 _DRAIN_READS = 16  # and in at most this many reads: a body the kit refused is not read to its end
 SHUTDOWN_POLL_S = 0.02  # how soon close() is noticed by the serving loop
+_UNREADABLE_KEPT = 4  # failed reads of an origin kept: the first already fails the scenario
 
 
 class Observer(Protocol):
@@ -71,6 +72,9 @@ class _Server(ThreadingHTTPServer):
         # print. Anything else is a fault of the kit's own server, which must not pass as a verdict.
         error = sys.exc_info()[1]
         if isinstance(error, OSError):
+            return
+        if isinstance(error, OriginUnreadable):  # the worker's doing: its scenario fails, the request is dropped
+            self.plane._unreadable_origin(error)
             return
         self.plane._server_error(f"the control plane's server failed on a request: {error!r}")
 
@@ -194,6 +198,7 @@ class ControlPlane:
         )
         self._observer = observer
         self._check_errors: list[str] = []  # moment checks that raised: the scenario is then errored
+        self._unreadable: list[OriginUnreadable] = []  # origins a request could not read: the scenario fails
         self._born = time.monotonic()  # requests are stamped with their arrival in real time since (WRK-3)
         self._lock = threading.RLock()
         self._grown = threading.Condition(self._lock)  # notified whenever the log grows
@@ -357,6 +362,17 @@ class ControlPlane:
         with self._lock:
             self._check_errors.append(message)
 
+    def unreadable_origins(self) -> tuple[OriginUnreadable, ...]:
+        """The origins a request found the kit could not read (a file the worker changed, a git command
+        stopped by its limits): the scenario fails on them (COMMIT-3)."""
+        with self._lock:
+            return tuple(self._unreadable)
+
+    def _unreadable_origin(self, error: OriginUnreadable) -> None:
+        with self._lock:
+            if len(self._unreadable) < _UNREADABLE_KEPT:
+                self._unreadable.append(error)
+
     def retry_after_ms(self) -> int:
         """How long, in real time, a worker must wait after a claim answered without a task (WRK-3)."""
         return self._state.retry_after_ms
@@ -427,9 +443,7 @@ class ControlPlane:
     def _heads(self) -> dict[tuple[str, str], str | None]:
         heads: dict[tuple[str, str], str | None] = {}
         for repository, origin in self._origins.items():
-            out = git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/"], cwd=origin.path)
-            for line in out.splitlines():
-                ref, _, oid = line.partition(" ")
+            for ref, oid in origin.refs("refs/heads/").items():
                 heads[(repository, ref[len("refs/heads/"):])] = oid
         return heads
 
@@ -439,7 +453,7 @@ class ControlPlane:
             raise core.KitError(f"no origin for repository {move.repository!r}")
         before = origin.head(move.branch)
         try:
-            git(["update-ref", f"refs/heads/{move.branch}", move.oid], cwd=origin.path)
+            origin.git(["update-ref", f"refs/heads/{move.branch}", move.oid])
         except GitError as error:
             log.add("branch_moved", repository=move.repository, branch=move.branch, old=before, new=move.oid,
                     done=False, error=str(error))

@@ -42,7 +42,7 @@ from resumekit.conformance.p1.model import (
     ill_typed,
     tree_changes,
 )
-from resumekit.conformance.p1.origin import GitError, Origin, git, git_bytes
+from resumekit.conformance.p1.origin import GitError, Origin, git
 
 __all__ = [
     "BINDING",
@@ -271,7 +271,7 @@ def tree_blobs(origin: Origin, oid: str) -> list[tuple[str, str, bytes]]:
 
     Two git commands whatever the tree's size: the listing, then every blob at once through
     ``cat-file --batch``, whose answer is each blob's header line and its bytes."""
-    listing = git(["ls-tree", "-r", "-z", "--full-tree", oid], cwd=origin.path)
+    listing = origin.git(["ls-tree", "-r", "-z", "--full-tree", oid])
     entries = []
     for entry in filter(None, listing.split("\0")):
         meta, path = entry.split("\t", 1)
@@ -286,7 +286,7 @@ def tree_blobs(origin: Origin, oid: str) -> list[tuple[str, str, bytes]]:
 def _cat_blobs(origin: Origin, blobs: Sequence[str]) -> dict[str, bytes]:
     if not blobs:
         return {}
-    out = git_bytes(["cat-file", "--batch"], cwd=origin.path, stdin="".join(f"{b}\n" for b in blobs).encode("ascii"))
+    out = origin.git_bytes(["cat-file", "--batch"], stdin="".join(f"{b}\n" for b in blobs).encode("ascii"))
     found: dict[str, bytes] = {}
     at = 0
     for blob in blobs:
@@ -311,7 +311,7 @@ def expected_commit(origin: Origin, base_oid: str, payload: Mapping[str, Any]) -
         work = Path(scratch)
         git(["init", "--quiet", "--bare", str(work / "r.git")], cwd=work)
         repo = work / "r.git"
-        git(["fetch", "--quiet", origin.url, base_oid], cwd=repo)
+        origin.fetch(repo, base_oid)
         env = {"GIT_INDEX_FILE": str(work / "index")}
         git(["read-tree", base_oid], cwd=repo, env=env)
         modes = {path: mode for mode, path, _ in tree_blobs(origin, base_oid)}

@@ -11,8 +11,8 @@ import atexit
 import dataclasses
 import json
 import os
+import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -21,10 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance.p1 import _git, origin_guard
+from resumekit.conformance.p1._git import GitError, GitLimit
+from resumekit.conformance.p1.origin_guard import MAX_REFS, OriginUnreadable
+
+__all__ = ["GitError", "GitLimit", "Origin", "OriginUnreadable", "create_origin", "git", "git_bytes", "read_refs"]
+
 _HOOK = Path(__file__).with_name("_pre_receive.py")
 _POLICY = "resumekit-policy.json"
 _PUSHES = "resumekit-pushes.jsonl"
-_GIT_TIMEOUT = 60.0
+_PUSHES_MAX = 16 << 20  # bytes of the hook's push log the kit reads
+_KIT_FILES = ("config", "HEAD")  # what the kit makes and nothing changes: checked byte for byte before each read
+# The kit's commands on an origin run none of its hooks: a worker that planted one (reference-transaction,
+# which update-ref runs) would otherwise run its code inside the kit's command.
+_NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")
 
 # Fixed identities and dates make every commit the kit writes reproducible, byte for byte, on every OS.
 _KIT_IDENTITY = {
@@ -37,10 +47,6 @@ _KIT_IDENTITY = {
 }
 
 
-class GitError(Exception):
-    """git is missing or a git command the kit needed failed."""
-
-
 def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> str:
     """Run one git command and return its stdout as text; a failure names the command and git's words."""
     return git_bytes(args, cwd=cwd, env=env, stdin=stdin).decode("utf-8", "replace")
@@ -48,52 +54,62 @@ def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
 
 def _run_git(
     args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    exe = shutil.which("git")
-    if exe is None:
-        raise GitError("git is not on PATH; the P1 scenarios need a real git")
-    full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-    full_env.setdefault("GIT_CONFIG_GLOBAL", os.devnull)
-    try:
-        return subprocess.run(
-            [exe, *args], cwd=cwd, env=full_env, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {' '.join(args)} took longer than {_GIT_TIMEOUT:.0f} s") from None
+) -> _git.Done:
+    """One git command under the kit's limits (``_git``): GitLimit when one of them stopped it."""
+    return _git.run(args, cwd=cwd, env=env, stdin=stdin)
 
 
 def git_bytes(
     args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None
 ) -> bytes:
     """Run one git command and return its stdout unchanged."""
-    done = _run_git(args, cwd=cwd, env=env, stdin=stdin)
+    return _checked(args, _run_git(args, cwd=cwd, env=env, stdin=stdin))
+
+
+def _checked(args: Sequence[str], done: _git.Done) -> bytes:
     if done.returncode != 0:
-        words = done.stderr.decode("utf-8", "replace").strip()[-2000:]
-        raise GitError(f"git {' '.join(args)} failed with exit {done.returncode}: {words}")
+        raise GitError(f"git {' '.join(args)} failed with exit {done.returncode}: {_git.tail(done)}")
     return done.stdout
 
 
-def read_refs(repository: Path) -> dict[str, str]:
-    """Every ref of a repository (branches, tags and any other, as ``git for-each-ref`` lists them) -> the
-    object it names."""
-    out = git(["for-each-ref", "--format=%(refname) %(objectname)"], cwd=repository)
+def read_refs(repository: Path, prefix: str = "") -> dict[str, str]:
+    """Every ref of a repository (branches, tags and any other, as ``git for-each-ref`` lists them), or those
+    under *prefix*, -> the object it names. At most MAX_REFS are read: a repository with more raises
+    OriginUnreadable."""
+    return _parse_refs(repository, git_bytes(_refs_command(prefix), cwd=repository))
+
+
+def _refs_command(prefix: str) -> list[str]:
+    # One more than the kit reads: a repository with more says so without listing them all.
+    listing = ["for-each-ref", f"--count={MAX_REFS + 1}", "--format=%(refname) %(objectname)"]
+    return [*listing, prefix] if prefix else listing
+
+
+def _parse_refs(repository: Path, out: bytes) -> dict[str, str]:
     refs = {}
-    for line in out.splitlines():
+    for line in out.decode("utf-8", "replace").splitlines():
         ref, _, oid = line.partition(" ")
         if ref:
             refs[ref] = oid
+    if len(refs) > MAX_REFS:
+        raise OriginUnreadable(repository, "refs", f"at most {MAX_REFS} refs", f"more than {MAX_REFS} refs")
     return refs
 
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """A scenario's bare repository and the commit its target branch started at."""
+    """A scenario's bare repository and the commit its target branch started at.
+
+    Every read of it goes through ``check`` first and runs git under the kit's limits: the worker can write
+    its folder (``origin_guard``), so a file git would read blindly, or a git command stopped by a limit,
+    raises OriginUnreadable."""
 
     path: Path
     branch: str
     base_oid: str
     later_oid: str | None = None  # a second commit above the base, on the branch "later", when asked for
     made: Mapping[str, str] = field(default_factory=dict)  # every ref the kit made -> the object it made it at
+    kit_files: Mapping[str, bytes] = field(default_factory=dict)  # config and HEAD as the kit made them
 
     @property
     def url(self) -> str:
@@ -105,29 +121,60 @@ class Origin:
         """The full name of the origin's target branch."""
         return f"refs/heads/{self.branch}"
 
+    def check(self) -> None:
+        """OriginUnreadable unless the files git reads blindly are as the kit can let git read them."""
+        origin_guard.check(self.path, self.kit_files)
+
+    def run(self, args: Sequence[str], *, cwd: Path | None = None, stdin: bytes | None = None,
+            env: Mapping[str, str] | None = None) -> _git.Done:  # fmt: skip
+        """One git command that reads this origin (run in it, or in *cwd* with the origin as its remote), after
+        ``check``, with no hook of the origin's; a limit that stopped it raises OriginUnreadable."""
+        self.check()
+        try:
+            return _git.run([*_NO_HOOKS, *args], cwd=cwd or self.path, env=env, stdin=stdin)
+        except GitLimit as limit:
+            expected = (
+                f"git reads the origin within the kit's limits ({_git.MEMORY >> 20} MiB of memory, "
+                f"{_git.TIMEOUT_S:.0f} s, {_git.OUTPUT >> 20} MiB of output)"
+            )
+            raise OriginUnreadable(self.path, f"git {' '.join(args)}", expected, limit.found) from None
+
+    def git_bytes(self, args: Sequence[str], *, stdin: bytes | None = None) -> bytes:
+        """``run`` in the origin; its stdout, or GitError when git failed."""
+        return _checked(args, self.run(args, stdin=stdin))
+
+    def git(self, args: Sequence[str]) -> str:
+        """``git_bytes`` as text."""
+        return self.git_bytes(args).decode("utf-8", "replace")
+
+    def fetch(self, into: Path, oid: str) -> None:
+        """Fetch *oid* from this origin into the repository *into* (``upload-pack`` reads the origin)."""
+        args = ["fetch", "--quiet", self.url, oid]
+        _checked(args, self.run(args, cwd=into))
+
     def head(self, branch: str | None = None) -> str | None:
         """Where a branch points now, or None when it does not exist."""
         ref = f"refs/heads/{branch or self.branch}"
-        try:
-            return git(["rev-parse", "--verify", "--quiet", ref], cwd=self.path).strip() or None
-        except GitError:
+        done = self.run(["rev-parse", "--verify", "--quiet", ref])
+        if done.returncode != 0:
             return None
+        return done.stdout.decode("ascii", "replace").strip() or None
 
-    def refs(self) -> dict[str, str]:
-        """Every ref of the repository now (branches, tags and any other) -> the object it names."""
-        return read_refs(self.path)
+    def refs(self, prefix: str = "") -> dict[str, str]:
+        """Every ref of the repository now (branches, tags and any other), or those under *prefix*, -> the
+        object it names; OriginUnreadable past MAX_REFS."""
+        return _parse_refs(self.path, self.git_bytes(_refs_command(prefix)))
 
     def is_ancestor(self, old: str, new: str) -> bool | None:
         """Whether commit *old* is *new* or an ancestor of it (an update from one to the other is a
         fast-forward); None when git cannot tell, for instance because the origin lacks one of them."""
-        done = _run_git(["merge-base", "--is-ancestor", old, new], cwd=self.path)
+        done = self.run(["merge-base", "--is-ancestor", old, new])
         return {0: True, 1: False}.get(done.returncode)
 
     def commits_since(self, oid: str, branch: str | None = None) -> list[str]:
         """The commits on a branch that are not reachable from *oid*, oldest first."""
         ref = f"refs/heads/{branch or self.branch}"
-        out = git(["rev-list", "--reverse", f"{oid}..{ref}"], cwd=self.path)
-        return out.split()
+        return self.git(["rev-list", "--reverse", f"{oid}..{ref}"]).split()
 
     def govern(self, expected: Mapping[str, str]) -> None:
         """Without a control plane: tell the hook which refs may move, each only from the given commit."""
@@ -141,14 +188,26 @@ class Origin:
         )
 
     def _write_policy(self, policy: Mapping[str, Any]) -> None:
-        (self.path / _POLICY).write_text(json.dumps(policy, sort_keys=True), encoding="utf-8")
+        # A new file under a name of the kit's, renamed over the policy: never written through a link a worker
+        # left at the policy's name (a rename replaces the link itself).
+        data = json.dumps(policy, sort_keys=True).encode("utf-8")
+        temporary = self.path / f".{_POLICY}.{secrets.token_hex(8)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(temporary, flags, 0o644)
+        try:
+            with open(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, self.path / _POLICY)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
 
     def pushes(self) -> list[dict[str, Any]]:
         """Every push attempt the hook saw, accepted or refused, in order."""
-        log = self.path / _PUSHES
-        if not log.exists():
+        if origin_guard.lstat(self.path / _PUSHES) is None:
             return []
-        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        text = origin_guard.read_small(self.path, _PUSHES, _PUSHES_MAX).decode("utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _hook_script(python: str, mode: str) -> str:
@@ -248,4 +307,7 @@ def _build_origin(
         hook = hooks / mode
         hook.write_text(_hook_script(sys.executable, mode), encoding="utf-8", newline="\n")
         hook.chmod(0o755)
-    return Origin(path=bare, branch=branch, base_oid=base, later_oid=later_oid, made=read_refs(bare))
+    kit_files = {name: (bare / name).read_bytes() for name in _KIT_FILES}
+    return Origin(
+        path=bare, branch=branch, base_oid=base, later_oid=later_oid, made=read_refs(bare), kit_files=kit_files
+    )

@@ -91,6 +91,20 @@ def ref_checks(ev: Evidence) -> list[Mismatch]:
     return found
 
 
+def unreadable(repository: str, where: str, expected: str, found: str) -> Mismatch:
+    """COMMIT-3 for an origin the kit could not read: a file git reads blindly (its ``config``, ``HEAD``, an
+    alternates file, a loose ref) is not the regular file of a bounded size the kit made or a push leaves, or
+    a git command of the kit on the origin was stopped by its memory, time or output limit. The origin is the
+    kit's and a worker changes it only through the governed push (CP-17), so the worker changed it behind
+    the hook's back, and no ref of it can be judged."""
+    note = (
+        f"the origin of {repository!r} cannot be read safely ({where}: {found}; the kit expects {expected}): "
+        "a worker changes the origin only through the governed push, never by writing the repository (CP-17)"
+    )
+    part = "git" if where.startswith("git ") else where
+    return _m("COMMIT-3", f"/origin/{repository}/{part}", expected, found, note)
+
+
 def _ref_note(repository: str, ref: str, expected: str | None, actual: str | None, by: str) -> str:
     """What is wrong with one ref of an origin, in words."""
     if expected is None:

@@ -30,12 +30,14 @@ from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
 from resumekit.conformance.p1.cp_faults import FaultError
 from resumekit.conformance.p1.ending import end_case
+from resumekit.conformance.p1.evidence_data import capped
 from resumekit.conformance.p1.observer import Observer
-from resumekit.conformance.p1.origin import GitError
+from resumekit.conformance.p1.origin import GitError, OriginUnreadable
+from resumekit.conformance.p1.origin_checks import unreadable
 from resumekit.conformance.p1.worker import Factory, Worker, served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
-from resumekit.conformance.results import CaseResult, Outcome
+from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import result_for
 
 # verb -> handler: every verb a scenario's step may name (schemas/golden/p1-scenarios.json, $defs/step), and
@@ -98,6 +100,10 @@ def run_steps(
             control.start()
             try:
                 return _drive(case, world, control, worker, profile, steps, second)
+            except Abort as abort:
+                return _with_origins(abort.result, world, control)
+            except (KitError, FaultError, GitError) as error:
+                return _with_origins(_could_not(case, error), world, control)
             finally:
                 if stats is not None:
                     stats.update(kills=world.kills, unfired=control.pending_faults())
@@ -108,10 +114,14 @@ def run_steps(
     except Abort as abort:
         return abort.result
     except (KitError, FaultError, GitError) as error:
-        # A world the kit could not build or a step it could not take (git missing, a task or fault the
-        # control plane refuses): the scenario says nothing about the worker, so it is errored, not failed.
-        message = f"the kit could not carry out this scenario ({case.source}): {error}"
-        return result_for(case, Outcome.ERRORED, message=message)
+        return _could_not(case, error)
+
+
+def _could_not(case: ScenarioCase, error: Exception) -> CaseResult:
+    """A world the kit could not build or a step it could not take (git missing, a task or fault the control
+    plane refuses): the scenario says nothing about the worker, so it is errored, not failed."""
+    message = f"the kit could not carry out this scenario ({case.source}): {error}"
+    return result_for(case, Outcome.ERRORED, message=message)
 
 
 def _drive(
@@ -134,13 +144,34 @@ def _drive(
         verbs.script_fault(drive, fault)
     drive.changed()
     decoy_before = decoy_entries(world)
-    for index, step in enumerate(steps):
-        _take(drive, index, step)
-    gathered = _gather(drive, profile, decoy_before)
+    gathered: evidence_checks.Evidence | None = None
+    try:
+        for index, step in enumerate(steps):
+            _take(drive, index, step)
+        gathered = _gather(drive, profile, decoy_before)
+    except OriginUnreadable as error:  # the worker changed its origin: no evidence of it can be trusted
+        world.moment_problems.append(_unreadable(world, error))
     # Every process the case started ends before the verdict; one that outlived its worker fails WRK-5.
     note = end_case(case, world, (worker, second), profile)
     drive.summary = "; ".join(part for part in (drive.summary, note) if part) or None
     return _verdict(drive, gathered)
+
+
+def _with_origins(result: CaseResult, world: World, control: ControlPlane) -> CaseResult:
+    """A scenario that ended early, failed with COMMIT-3 first if a request found an origin the kit could not
+    read: what the worker did to its origin is why, and it is the worker's to answer for, never an error."""
+    unread = [_unreadable(world, error) for error in control.unreadable_origins()]
+    if not unread or result.outcome not in (Outcome.FAILED, Outcome.ERRORED):
+        return result
+    message = f"{unread[0].note}; then: {result.message}" if result.message else unread[0].note
+    mismatches = (*unread, *result.mismatches)
+    return dataclasses.replace(result, outcome=Outcome.FAILED, message=message, mismatches=mismatches)
+
+
+def _unreadable(world: World, error: OriginUnreadable) -> Mismatch:
+    """COMMIT-3 for an origin the kit could not read, under the repository's name."""
+    names = [repository for repository, origin in world.origins.items() if origin.path == error.origin]
+    return unreadable(names[0] if names else error.origin.name, error.where, error.expected, error.found)
 
 
 def _take(drive: verbs.Drive, index: int, step: Mapping[str, Any]) -> None:
@@ -201,19 +232,23 @@ def _gather(drive: verbs.Drive, profile: str, decoy_before: Mapping[str, str]) -
     )
 
 
-def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence) -> CaseResult:
-    """The scenario's result: passed, or failed with the moment problems and the checks that failed."""
+def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence | None) -> CaseResult:
+    """The scenario's result: passed, or failed with the moment problems and the checks that failed, at most
+    ``capped`` of each clause; *gathered* is None when an origin could not be read (a moment problem says so)."""
     case, world = drive.case, drive.world
+    unread = [_unreadable(world, error) for error in drive.control.unreadable_origins()]
+    world.moment_problems.extend(unread)
     broken = drive.control.check_errors()
-    if broken:  # a check that was to be made at a moment was not: no verdict can stand on it
+    if broken and not unread:  # a check that was to be made at a moment was not: no verdict can stand on it
         message = f"the kit could not make {len(broken)} moment check(s): {broken[0]}"
         return drive.worker.fail(message, outcome=Outcome.ERRORED)
     names = {name: template["task_id"] for name, template in case.tasks.items()}
-    verdict = evidence_checks.judge(case.expect, names, gathered)
-    mismatches = tuple(world.moment_problems) + tuple(verdict)
-    marks = evidence_checks.attested(gathered.settings, world.blocked_at)
+    verdict = [] if gathered is None else evidence_checks.judge(case.expect, names, gathered)
+    found = [*world.moment_problems, *verdict]
+    mismatches = tuple(capped(found))
+    marks = evidence_checks.attested(gathered.settings if gathered else None, world.blocked_at)
     if mismatches:
-        headline = f"{len(mismatches)} check(s) failed"
+        headline = f"{len(found)} check(s) failed"
         # A survivor of a killed worker is named in the message itself: the paths say what it did.
         survivors = [m.note for m in mismatches if m.clause == "WRK-5" and m.note]
         failed = drive.worker.fail(headline + (f"; WRK-5: {survivors[0]}" if survivors else ""), *mismatches)

@@ -293,3 +293,48 @@ def test_a_request_that_finds_the_origin_unreadable_fails_the_scenario_never_err
     assert [error.where for error in cp_env.cp.unreadable_origins()] == ["config"]
     assert cp_env.cp.check_errors() == ()
 
+
+# -- the campaign's attacks and its measure of the kit's memory -------------------------------------------
+
+
+@linux_only
+@pytest.mark.parametrize(
+    "name", ["alternates-to-dev-zero", "origin-config-fifo", "hundred-thousand-refs", "five-hundred-refs",
+             "push-log-links-outside"],
+)  # fmt: skip
+def test_a_worker_that_changes_its_origin_fails_commit_3_within_the_kits_memory(name: str, tmp_path: Path) -> None:
+    from tests.fuzz import guards, p1
+    from tests.fuzz.parts import Context
+
+    context = Context(tmp_path / "work")
+    try:
+        attack = {attack.name: attack for attack in p1.ATTACKS}[name]
+        outcome = p1.run_attack(context, attack, context.work / "p1", guard=120)
+        assert outcome["category"] == "clear error", outcome["reason"]
+        assert "COMMIT-3" in outcome["named"]
+        # The kit's processes, not the adapter's; the terminal shows at most 20 mismatches of a clause.
+        assert 0 < outcome["peakKb"] < 500 * 1024 and outcome["outputBytes"] < 64 * 1024, outcome
+        assert context.outside_writes() == 0
+        assert guards.reap_orphans(context.tag) == []
+    finally:
+        context.decoy.close()
+
+
+def test_the_kits_memory_counts_its_git_hooks_and_tool_never_the_adapters_tree() -> None:
+    from tests.fuzz.kit_memory import KitMemory
+
+    python = "/usr/bin/python3"
+    table = {
+        10: (1, [python, "-m", "resumekit.conformance", "run", "--adapter", f"{python} -m tests.fuzz.p1_workers x"]),
+        11: (10, ["git", "for-each-ref"]),
+        12: (10, [python, "-m", "tests.fuzz.p1_workers", "x"]),
+        13: (12, [python, "-c", "a worker"]),
+        14: (13, ["git", "push"]),
+        15: (14, ["git", "receive-pack"]),
+        16: (15, [python, "-I", "-S", "/o/hooks/resumekit_pre_receive.py", "pre-receive"]),
+        17: (16, ["git", "cat-file", "--batch-check"]),
+        18: (13, [python, "-m", "resumekit.conformance.p1._tool", "--announce-file", "f"]),
+        19: (18, [python, "-m", "resumekit.conformance.p1._tool", "--role", "grandchild"]),
+        20: (1, ["bash"]),
+    }
+    assert sorted(KitMemory(10, "tests.fuzz.p1_workers").kit_processes(table)) == [10, 11, 16, 17, 18, 19]

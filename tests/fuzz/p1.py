@@ -5,7 +5,8 @@ of its own, under a guard timeout, with TMPDIR in the try's own scratch folder, 
 ``campaign.classify_p1``: a hostile worker must fail its case naming the clause the attack breaks and what
 the kit found (or pass, where what it does is allowed and the worker still does its work). Around every
 try the guards of ``parts`` count writes outside, a killed decoy, orphans (by the campaign's tag) and
-scratch left; the peak memory of the kit's process tree is measured as it is reaped.
+scratch left; the peak memory of the kit and of the processes it runs for itself (git, the origin's hooks,
+its tool), not the adapter's, is read from /proc while it runs (``kit_memory``; the whole tree's elsewhere).
 """
 
 from __future__ import annotations
@@ -26,11 +27,14 @@ from typing import Any
 
 from tests.fuzz import guards
 from tests.fuzz.campaign import BAD, Tally, classify_p1, p1_clauses_named
+from tests.fuzz.kit_memory import KitMemory
 from tests.fuzz.parts import Context, _guards_after, _wait
 from tests.support import ROOT, python_command
 
 GUARD = 240.0
 CAPTURE = "p1-capture-completes"
+COMMIT = "p1-commit-completes"
+ADAPTER_MODULE = "tests.fuzz.p1_workers"  # the adapter runs this module: its tree is not the kit's (kit_memory)
 CACHE = ("CACHE-1", "CACHE-3", "CACHE-4")  # EVID-3 names CACHE-1; a cache found wrong by idle breaks CACHE-4 too
 
 
@@ -74,6 +78,14 @@ ATTACKS = [
     Attack("fifo-in-the-sibling-decoy", "p1-cleanup-never-enters-a-sibling-named-like-the-root",
            clauses=("CLEAN-2",)),
     Attack("fifo-where-the-watch-looks", "p1-strict-tool-tree-dies-with-the-worker", clauses=("WRK-5",)),
+    # memory and time of what the kit reads through git: the origin, its hook, the mismatches it lists
+    Attack("push-a-huge-sparse-blob", COMMIT, clauses=("COMMIT-2",)),
+    Attack("alternates-to-dev-zero", CAPTURE, clauses=("COMMIT-3",)),
+    Attack("origin-config-fifo", CAPTURE, clauses=("COMMIT-3",)),
+    Attack("hundred-thousand-refs", CAPTURE, clauses=("COMMIT-3",)),
+    Attack("five-hundred-refs", CAPTURE, clauses=("COMMIT-3",)),
+    Attack("branch-to-a-huge-commit", COMMIT, clauses=("COMMIT-3",)),
+    Attack("push-log-links-outside", COMMIT, clauses=("COMMIT-3",), argument="{decoy_file}"),
 ]
 
 
@@ -110,7 +122,10 @@ def run_attack(context: Context, attack: Attack, folder: Path, guard: float = GU
             command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env=context.env(folder / "tmp"),
             start_new_session=True,
         )
-        code, peak = _wait(process, guard)
+        with KitMemory(process.pid, ADAPTER_MODULE) as memory:
+            code, tree_peak = _wait(process, guard)
+    # The kit's own processes where /proc shows them; elsewhere the whole tree's, the adapter's included.
+    peak = memory.peak_kb if memory.available else tree_peak
     seconds = time.monotonic() - began
     output = (folder / "output.txt").read_text(encoding="utf-8", errors="replace")
     document = _report(report)
@@ -121,7 +136,8 @@ def run_attack(context: Context, attack: Attack, folder: Path, guard: float = GU
         raise RuntimeError(f"the campaign itself failed: {attack.name} never fired (no {attack.proof!r} in its probe)")
     if attack.unlock:
         unlock(folder)
-    return {"category": category, "reason": reason, "seconds": seconds, "peakKb": peak,
+    return {"category": category, "reason": reason, "seconds": seconds, "peakKb": peak, "treePeakKb": tree_peak,
+            "largestKb": memory.largest_kb, "outputBytes": len(output.encode("utf-8")),
             "named": p1_clauses_named(document)}
 
 
@@ -193,8 +209,10 @@ def p1_part(context: Context, tally: Tally, arguments: argparse.Namespace) -> No
                          (b - a for a, b in zip(before, after, strict=True)), strict=True))
         tally.tries.append({"attack": attack.name, "scenario": attack.scenario, "expected": _expected(attack),
                             "category": category, "seconds": round(seconds, 1), "peakMb": round(peak / 1024),
+                            "treePeakMb": round(outcome["treePeakKb"] / 1024), "outputBytes": outcome["outputBytes"],
                             "named": outcome["named"], "reason": outcome["reason"][:300], **extra})
-        print(f"  p1: {attack.name:<28} {category:<20} {seconds:6.1f} s  {peak / 1024:5.0f} MB  "
+        print(f"  p1: {attack.name:<28} {category:<20} {seconds:6.1f} s  {peak / 1024:5.0f} MB kit  "
+              f"{outcome['treePeakKb'] / 1024:5.0f} MB tree  {outcome['outputBytes']:>7} B out  "
               f"{','.join(outcome['named'][:4]) or '-'}", flush=True)
         if category not in BAD and not any(extra.values()):
             shutil.rmtree(folder, ignore_errors=True)

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, places, traffic
+from tests.fuzz.p1_workers import _base, files, memory, places, traffic
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -41,6 +41,13 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "tampered-file-is-a-directory": places.TamperedFileIsADirectory,
     "fifo-in-the-sibling-decoy": places.FifoInTheSiblingDecoy,
     "fifo-where-the-watch-looks": places.FifoWhereTheWatchLooks,
+    "push-a-huge-sparse-blob": memory.PushesAHugeSparseBlob,
+    "alternates-to-dev-zero": memory.AlternatesToDevZero,
+    "origin-config-fifo": memory.ConfigIsAFifo,
+    "hundred-thousand-refs": memory.HundredThousandRefs,
+    "five-hundred-refs": memory.FiveHundredRefs,
+    "branch-to-a-huge-commit": memory.BranchToAHugeCommit,
+    "push-log-links-outside": memory.PushLogLinksOutside,
 }
 
 

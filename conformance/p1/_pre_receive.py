@@ -74,11 +74,10 @@ def _git(git_dir: str, args: list[str], stdin: bytes | None, limit: int) -> byte
     import threading
 
     env = {**os.environ, "GIT_DIR": git_dir, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    limits = {"preexec_fn": _memory_limit()} if sys.platform != "win32" else {}
     try:
         process = subprocess.Popen(
-            ["git", *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, **limits,
+            _limited(["git", *args]), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )  # fmt: skip
     except OSError:
         return None
@@ -102,17 +101,11 @@ def _git(git_dir: str, args: list[str], stdin: bytes | None, limit: int) -> byte
     return out if process.returncode == 0 and len(out) <= limit else None
 
 
-def _memory_limit() -> Any:
+def _limited(argv: list[str]) -> list[str]:
+    """*argv* under RLIMIT_DATA on POSIX, set by the shell that execs it (as the kit's own git commands)."""
     if sys.platform == "win32":  # no such limit there
-        return None
-    import resource  # imported before the fork, not in the child
-
-    def limit() -> None:
-        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
-        wanted = MEMORY if hard == resource.RLIM_INFINITY else min(MEMORY, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
-
-    return limit
+        return argv
+    return ["/bin/sh", "-c", f'ulimit -d {MEMORY >> 10} 2>/dev/null; exec "$0" "$@"', *argv]
 
 
 def _read_policy(git_dir: str) -> dict[str, Any]:

@@ -204,7 +204,7 @@ class Origin:
 
     def pushes(self) -> list[dict[str, Any]]:
         """Every push attempt the hook saw, accepted or refused, in order."""
-        if origin_guard.lstat(self.path / _PUSHES) is None:
+        if origin_guard.lstat(self.path, _PUSHES) is None:
             return []
         text = origin_guard.read_small(self.path, _PUSHES, _PUSHES_MAX).decode("utf-8")
         return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -48,17 +48,17 @@ class OriginUnreadable(Exception):
 def check(origin: Path, made: Mapping[str, bytes]) -> None:
     """Raise OriginUnreadable unless the files git reads blindly are as the kit can read them safely; *made*:
     the files whose bytes the kit made and nothing may change (``config``, ``HEAD``) -> those bytes."""
-    _directory(origin, "", origin)
+    _directory(origin, "")
     for name, limit in (("config", CONFIG_MAX), ("HEAD", HEAD_MAX)):
         data = read_small(origin, name, limit)
         if name in made and data != made[name]:
             raise OriginUnreadable(origin, name, f"{made[name]!r}, as the kit made it", f"{data[:200]!r}")
     for name in ABSENT:
-        info = lstat(origin / name)
+        info = lstat(origin, name)
         if info is not None:
             raise OriginUnreadable(origin, name, "no file (the kit makes none)", _kind(info))
     for name, limit in (("packed-refs", PACKED_REFS_MAX), *((name, INFO_MAX) for name in KIT_FILES)):
-        if lstat(origin / name) is not None:
+        if lstat(origin, name) is not None:
             _file(origin, name, limit)
     _refs(origin)
     _objects(origin)
@@ -71,7 +71,7 @@ def read_small(origin: Path, name: str, limit: int) -> bytes:
     try:
         fd = _open_regular(path)
     except OSError as error:
-        info = lstat(path)
+        info = lstat(origin, name)
         found = _kind(info) if info is not None and not stat.S_ISREG(info.st_mode) else f"unreadable: {error}"
         raise OriginUnreadable(origin, name, "a regular file", found) from None
     with open(fd, "rb") as handle:
@@ -133,7 +133,7 @@ def _entries(origin: Path, name: str, room: int) -> list[os.DirEntry[str]]:
     """The entries of the folder *name* of *origin*, which must be a folder and no link, and hold at most
     *room* entries."""
     path = origin / name
-    _directory(origin, name, path)
+    _directory(origin, name)
     entries = []
     try:
         with os.scandir(path) as listing:
@@ -146,14 +146,14 @@ def _entries(origin: Path, name: str, room: int) -> list[os.DirEntry[str]]:
     return entries
 
 
-def _directory(origin: Path, name: str, path: Path) -> None:
-    info = lstat(path)
+def _directory(origin: Path, name: str) -> None:
+    info = lstat(origin, name)
     if info is None or not stat.S_ISDIR(info.st_mode) or _is_link(info):
         raise OriginUnreadable(origin, name or ".", "a folder", "nothing" if info is None else _kind(info))
 
 
 def _file(origin: Path, name: str, limit: int | None) -> None:
-    info = lstat(origin / name)
+    info = lstat(origin, name)
     if info is None:
         raise OriginUnreadable(origin, name, "a regular file", "nothing")
     _regular(origin, name, info, limit)
@@ -166,14 +166,14 @@ def _regular(origin: Path, name: str, info: os.stat_result, limit: int | None) -
         raise OriginUnreadable(origin, name, f"at most {limit} bytes", f"{info.st_size} bytes")
 
 
-def lstat(path: Path) -> os.stat_result | None:
-    """What is at *path* itself (a link is not followed), or None when nothing is."""
+def lstat(origin: Path, name: str) -> os.stat_result | None:
+    """What is at *name* in *origin* itself (a link is not followed), or None when nothing is."""
     try:
-        return os.lstat(path)
+        return os.lstat(origin / name)
     except FileNotFoundError:
         return None
     except OSError as error:  # a name too long, a folder the kit may not enter: nothing it can let git read
-        raise OriginUnreadable(path.parent, path.name, "a file the kit can look at", f"unreadable: {error}") from None
+        raise OriginUnreadable(origin, name or ".", "a file the kit can look at", f"unreadable: {error}") from None
 
 
 def _is_link(info: os.stat_result) -> bool:

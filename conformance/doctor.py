@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from resumekit.conformance import _files
+from resumekit.conformance._text import printable
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.phase0.cases import DecisionCase
@@ -22,7 +23,7 @@ class _Checks:
         self.write, self.failures = write, 0
 
     def report(self, ok: bool, text: str) -> bool:
-        self.write(f"[{'ok' if ok else 'FAIL'}] {text}\n")
+        self.write(f"[{'ok' if ok else 'FAIL'}] {printable(text)}\n")
         self.failures += not ok
         return ok
 

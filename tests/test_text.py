@@ -8,6 +8,7 @@ from __future__ import annotations
 import html.parser
 import json
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -186,3 +187,30 @@ def test_a_report_file_is_replaced_whole_keeping_its_mode(tmp_path: Path) -> Non
     assert target.read_text(encoding="utf-8") == "new \\ud800\n"
     assert target.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "report.json"]
+
+
+# -- hostile P1 workers of text (tests/fuzz/p1_workers/text.py) ---------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32" or shutil.which("git") is None, reason="the campaign's P1 part: POSIX, git")
+@pytest.mark.parametrize(
+    ("name", "category"),
+    [("text-in-requests", "accepted correctly"), ("cache-lone-surrogates", "clear error"),
+     ("journal-log-lone-surrogates", "clear error"), ("huge-wait-answer", "clear error")],
+)  # fmt: skip
+def test_a_p1_worker_sending_hostile_text_ends_in_a_clear_verdict(name: str, category: str, tmp_path: Path) -> None:
+    from tests.fuzz import guards, p1
+    from tests.fuzz.parts import Context
+
+    context = Context(tmp_path / "work")
+    try:
+        [attack] = [a for a in p1.ATTACKS if a.name == name]
+        folder = context.work / "p1"
+        outcome = p1.run_attack(context, attack, folder, guard=120)
+        assert outcome["category"] == category, outcome["reason"]
+        assert outcome["peakKb"] < 500 * 1024
+        assert context.outside_writes() == 0
+        assert guards.reap_orphans(context.tag) == []
+        assert guards.scratch_left(folder / "tmp") == []
+    finally:
+        context.decoy.close()

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, places, traffic
+from tests.fuzz.p1_workers import _base, files, places, text, traffic
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -41,6 +41,11 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "tampered-file-is-a-directory": places.TamperedFileIsADirectory,
     "fifo-in-the-sibling-decoy": places.FifoInTheSiblingDecoy,
     "fifo-where-the-watch-looks": places.FifoWhereTheWatchLooks,
+    "text-in-requests": text.TextInRequests,
+    "journal-text-not-utf8": text.JournalTextNotUtf8,
+    "cache-lone-surrogates": text.CacheWithLoneSurrogates,
+    "journal-log-lone-surrogates": text.JournalLogWithLoneSurrogates,
+    "huge-wait-answer": text.HugeWaitAnswer,
 }
 
 

@@ -214,3 +214,14 @@ def test_a_p1_worker_sending_hostile_text_ends_in_a_clear_verdict(name: str, cat
         assert guards.scratch_left(folder / "tmp") == []
     finally:
         context.decoy.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32" or shutil.which("git") is None, reason="ref names of bytes: POSIX, git")
+def test_refs_whose_names_are_not_utf8_stay_apart(tmp_path: Path) -> None:
+    from resumekit.conformance.p1.origin import create_origin, read_refs
+
+    origin = create_origin(tmp_path / "origin", {"README.md": "hello\n"})
+    for name in (b"refs/heads/a\xff", b"refs/heads/a\xfe"):  # a worker can make any ref in its origin
+        subprocess.run([b"git", b"update-ref", name, origin.base_oid.encode()], cwd=origin.path, check=True)
+    refs = read_refs(origin.path)
+    assert refs["refs/heads/a\\xff"] == refs["refs/heads/a\\xfe"] == origin.base_oid

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance._text import decode
+
 _HOOK = Path(__file__).with_name("_pre_receive.py")
 _POLICY = "resumekit-policy.json"
 _PUSHES = "resumekit-pushes.jsonl"
@@ -42,8 +44,9 @@ class GitError(Exception):
 
 
 def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> str:
-    """Run one git command and return its stdout as text; a failure names the command and git's words."""
-    return git_bytes(args, cwd=cwd, env=env, stdin=stdin).decode("utf-8", "replace")
+    """Run one git command and return its stdout as text (a byte that is not UTF-8, in a ref's name say, as its
+    escape: two names never read the same); a failure names the command and git's words."""
+    return decode(git_bytes(args, cwd=cwd, env=env, stdin=stdin))
 
 
 def _run_git(

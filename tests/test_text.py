@@ -225,3 +225,14 @@ def test_refs_whose_names_are_not_utf8_stay_apart(tmp_path: Path) -> None:
         subprocess.run([b"git", b"update-ref", name, origin.base_oid.encode()], cwd=origin.path, check=True)
     refs = read_refs(origin.path)
     assert refs["refs/heads/a\\xff"] == refs["refs/heads/a\\xfe"] == origin.base_oid
+
+
+def test_an_in_process_plan_with_a_lone_surrogate_is_made_safe() -> None:
+    from resumekit.conformance.adapters import PythonAdapter
+
+    def plan(events: list[dict[str, Any]], **_: Any) -> dict[str, Any]:
+        return {"disposition": "blocked", "diagnostics": [{"code": "\ud800", "message": "\udfff\x1b"}]}
+
+    reply = PythonAdapter(plan, name="surrogates").request("phase0.plan", events=[], profile="core")
+    diagnostics = [{"code": "\\ud800", "message": "\\udfff\x1b"}]
+    assert reply.value == {"plan": {"disposition": "blocked", "diagnostics": diagnostics}}

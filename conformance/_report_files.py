@@ -52,7 +52,14 @@ def _write(path: Path, text: str) -> None:
             os.fsync(out.fileno())
         if info is not None and sys.platform != "win32":
             os.chmod(temporary, stat.S_IMODE(info.st_mode))
-        os.replace(temporary, target)
+        try:
+            os.replace(temporary, target)
+        except PermissionError:
+            if sys.platform != "win32":
+                raise
+            # Windows replaces no file another program holds open (a viewer, an uploader): written in place.
+            os.unlink(temporary)
+            _write_in_place(path, text)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

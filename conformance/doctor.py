@@ -9,6 +9,7 @@ from typing import Any
 from resumekit.conformance import _files
 from resumekit.conformance._text import printable
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
+from resumekit.conformance.adapters.messages import preview
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.phase0.crash import MARKER_NEVER_WRITTEN, orderly_exit_problem
@@ -41,13 +42,18 @@ def _why(result: CaseResult) -> str:
 _STRAY_WAIT = 0.2  # seconds to let late output arrive before looking for it
 
 
+def _shown(stray: list[bytes]) -> str:
+    """The first two stray lines, each cut to its preview: a line may be 64 MiB."""
+    return repr([preview(line) for line in stray[:2]])
+
+
 def _no_stray_output(checks: _Checks, process: ProcessAdapter, after: str) -> None:
     """Look for output on stdout that no request asked for, after *after*."""
     time.sleep(_STRAY_WAIT)
     stray = process.process.pending() if process.process else []
     checks.report(
         not stray,
-        f"no stray stdout after {after}" if not stray else f"stray stdout after {after}: {stray[:2]!r}",
+        f"no stray stdout after {after}" if not stray else f"stray stdout after {after}: {_shown(stray)}",
     )
 
 
@@ -124,7 +130,7 @@ def _decisions(checks: _Checks, process: ProcessAdapter, case: DecisionCase, cap
     time.sleep(_STRAY_WAIT)
     stray = process.process.pending() if process.process else []
     checks.report(
-        not stray, "stdout carries protocol lines only" if not stray else f"stray stdout lines: {stray[:2]!r}"
+        not stray, "stdout carries protocol lines only" if not stray else f"stray stdout lines: {_shown(stray)}"
     )
 
 

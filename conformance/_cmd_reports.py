@@ -17,7 +17,9 @@ from resumekit.conformance import (
     report_html,
     shards,
 )
-from resumekit.conformance._cmd_run import _append, _exit_code, _prepare_outputs
+from resumekit.conformance._cmd_run import _exit_code, _prepare_outputs
+from resumekit.conformance._report_files import append as _append
+from resumekit.conformance._report_files import write as _write
 from resumekit.conformance.cli import (
     EXIT_CERTIFIED,
     EXIT_INTERRUPTED,
@@ -60,7 +62,7 @@ def cmd_merge(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -
     except shards.ShardError as error:
         stderr.write(f"resumekit: cannot merge: {error}\n")
         return EXIT_USAGE
-    arguments.output.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write(arguments.output, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     finished = report.from_json(merged)
     _render(finished, arguments)
     stdout.write(report.format_summary(finished) + "\n")
@@ -94,7 +96,7 @@ def cmd_report(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
         if len(named) == 1:
             _render(named[0][1], arguments)
         if arguments.compare_html:
-            arguments.compare_html.write_text(compare_html.to_compare_html(named), encoding="utf-8")
+            _write(arguments.compare_html, compare_html.to_compare_html(named))
     except OSError as error:
         stderr.write(f"resumekit: cannot write {error.filename}: {error.strerror or error}\n")
         return EXIT_USAGE
@@ -107,10 +109,10 @@ def cmd_report(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) 
 def _render(finished: Run, arguments: argparse.Namespace) -> None:
     """Write each single-run output *arguments* names (HTML, JUnit, Markdown, badge) for *finished*."""
     if arguments.junit:
-        arguments.junit.write_text(report.to_junit(finished), encoding="utf-8")
+        _write(arguments.junit, report.to_junit(finished))
     if arguments.summary_md:
         _append(arguments.summary_md, report.to_markdown(finished))
     if arguments.report_html:
-        arguments.report_html.write_text(report_html.to_html(finished), encoding="utf-8")
+        _write(arguments.report_html, report_html.to_html(finished))
     if arguments.badge:
-        arguments.badge.write_text(json.dumps(badge.to_badge(finished), indent=2) + "\n", encoding="utf-8")
+        _write(arguments.badge, json.dumps(badge.to_badge(finished), indent=2) + "\n")

@@ -25,6 +25,8 @@ from resumekit.conformance import (
     shards,
 )
 from resumekit.conformance._cmd_golden import _suite
+from resumekit.conformance._report_files import append as _append
+from resumekit.conformance._report_files import write as _write
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.adapters import (
     AdapterStartError,
@@ -157,11 +159,6 @@ def _write_report(path: Path, what: str, write: Callable[[Path], object], stderr
     return True
 
 
-def _append(path: Path, text: str) -> None:
-    with path.open("a", encoding="utf-8") as file:
-        file.write(text)
-
-
 def _write_reports(
     finished: Run,
     arguments: argparse.Namespace,
@@ -174,28 +171,24 @@ def _write_reports(
         (
             arguments.report_json,
             "JSON report",
-            lambda path: path.write_text(
-                json.dumps(report.to_json(finished), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-            ),
+            lambda path: _write(path, json.dumps(report.to_json(finished), indent=2, ensure_ascii=False) + "\n"),
         ),
-        (arguments.junit, "JUnit file", lambda path: path.write_text(report.to_junit(finished), encoding="utf-8")),
+        (arguments.junit, "JUnit file", lambda path: _write(path, report.to_junit(finished))),
         (arguments.summary_md, "Markdown summary", lambda path: _append(path, report.to_markdown(finished))),
         (
             arguments.report_html,
             "HTML report",
-            lambda path: path.write_text(report_html.to_html(finished, cases), encoding="utf-8"),
+            lambda path: _write(path, report_html.to_html(finished, cases)),
         ),
         (
             arguments.badge,
             "badge",
-            lambda path: path.write_text(json.dumps(badge.to_badge(finished), indent=2) + "\n", encoding="utf-8"),
+            lambda path: _write(path, json.dumps(badge.to_badge(finished), indent=2) + "\n"),
         ),
         (
             arguments.write_expectations,
             "expectations file",
-            lambda path: path.write_text(
-                expectations.from_run(finished, expected.failures if expected else None), encoding="utf-8"
-            ),
+            lambda path: _write(path, expectations.from_run(finished, expected.failures if expected else None)),
         ),
     ]
     written = [_write_report(path, what, write, stderr) for path, what, write in writers if path is not None]

@@ -22,6 +22,7 @@ import pytest
 from resumekit.conformance import __version__, contracts
 from resumekit.conformance import report as rk_report
 from resumekit.conformance._pytest_golden import STATE, GoldenItem, State
+from resumekit.conformance._report_files import write as write_report
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.fixtures import FixtureError, Suite, load_suite
 from resumekit.conformance.results import CaseResult, Implementation, Run, Selection
@@ -151,7 +152,7 @@ def _write_json(config: pytest.Config, run: Run) -> str | None:
         return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rk_report.to_json(run), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_report(path, json.dumps(rk_report.to_json(run), indent=2, ensure_ascii=False) + "\n")
     except OSError as error:
         return f"cannot write the JSON report {str(path)!r}: {error.strerror or error}"
     return None

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from resumekit.conformance import report
 from resumekit.conformance._html_parts import STYLE
 from resumekit.conformance._html_parts import escape as _e
+from resumekit.conformance._text import printable
 from resumekit.conformance.results import CaseResult, Outcome, Run
 
 _EXTRA_STYLE = """
@@ -63,7 +64,7 @@ def to_compare_html(named: Sequence[tuple[str, Run]]) -> str:
         "<footer>Written by resumekit from saved JSON reports (--report-json); each run's own report holds every "
         "result in full.</footer></main></body></html>",
     ]
-    return "\n".join(part for part in parts if part) + "\n"
+    return printable("\n".join(part for part in parts if part)) + "\n"
 
 
 def _labels(named: Sequence[tuple[str, Run]]) -> list[str]:

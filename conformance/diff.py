@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from resumekit.conformance._text import printable
+
 _GOOD = ("passed",)
 
 
@@ -119,4 +121,4 @@ def format_diff(diff: Diff, a_name: str, b_name: str) -> str:
         lines.append("no difference in verdicts")
     else:
         lines.append("no regression")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"

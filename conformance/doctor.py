@@ -7,7 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from resumekit.conformance import _files
+from resumekit.conformance._text import printable
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
+from resumekit.conformance.adapters.messages import preview
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.phase0.crash import MARKER_NEVER_WRITTEN, orderly_exit_problem
@@ -22,7 +24,7 @@ class _Checks:
         self.write, self.failures = write, 0
 
     def report(self, ok: bool, text: str) -> bool:
-        self.write(f"[{'ok' if ok else 'FAIL'}] {text}\n")
+        self.write(f"[{'ok' if ok else 'FAIL'}] {printable(text)}\n")
         self.failures += not ok
         return ok
 
@@ -40,13 +42,18 @@ def _why(result: CaseResult) -> str:
 _STRAY_WAIT = 0.2  # seconds to let late output arrive before looking for it
 
 
+def _shown(stray: list[bytes]) -> str:
+    """The first two stray lines, each cut to its preview: a line may be 64 MiB."""
+    return repr([preview(line) for line in stray[:2]])
+
+
 def _no_stray_output(checks: _Checks, process: ProcessAdapter, after: str) -> None:
     """Look for output on stdout that no request asked for, after *after*."""
     time.sleep(_STRAY_WAIT)
     stray = process.process.pending() if process.process else []
     checks.report(
         not stray,
-        f"no stray stdout after {after}" if not stray else f"stray stdout after {after}: {stray[:2]!r}",
+        f"no stray stdout after {after}" if not stray else f"stray stdout after {after}: {_shown(stray)}",
     )
 
 
@@ -123,7 +130,7 @@ def _decisions(checks: _Checks, process: ProcessAdapter, case: DecisionCase, cap
     time.sleep(_STRAY_WAIT)
     stray = process.process.pending() if process.process else []
     checks.report(
-        not stray, "stdout carries protocol lines only" if not stray else f"stray stdout lines: {stray[:2]!r}"
+        not stray, "stdout carries protocol lines only" if not stray else f"stray stdout lines: {_shown(stray)}"
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from resumekit.conformance import _yaml, schemas
+from resumekit.conformance._text import printable
 from resumekit.conformance.results import Run
 
 EXPECTATIONS = schemas.BASE + "expectations.json"
@@ -72,7 +73,7 @@ def from_run(run: Run, previous: Mapping[str, str] | None = None) -> str:
             continue
         reason = (previous or {}).get(result.case_id)
         if reason is None:
-            first = result.message.splitlines()[0] if result.message else ""
+            first = printable(result.message).splitlines()[0] if result.message else ""
             if not first and result.mismatches:
                 mismatch = result.mismatches[0]
                 clause = f" [{mismatch.clause}]" if mismatch.clause else ""

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.results import BAD, CaseResult, Outcome
 
@@ -26,7 +27,7 @@ class ProgressReporter:
     when each kind ends, a line every quarter of the schedule's kills, and, whenever *heartbeat* seconds
     pass without a line, one that says how far the run is (cases done of how many, failures so far, time
     elapsed), so that a log never looks hung while a long case runs. The heartbeat has a thread of its
-    own; every write holds one lock.
+    own; every write holds one lock. Each line is ``printable``: no text of it can move the cursor.
     """
 
     def __init__(
@@ -56,7 +57,7 @@ class ProgressReporter:
 
     def _show(self, text: str) -> None:
         """Rewrite the status line (live only)."""
-        text = _clip(text, self._width)
+        text = _clip(printable(text), self._width)
         pad = max(0, len(self._status) - len(text))
         self._write("\r" + text + " " * pad)
         self._status = text
@@ -68,7 +69,7 @@ class ProgressReporter:
 
     def _line(self, text: str) -> None:
         self._clear()
-        self._write(text + "\n")
+        self._write(printable(text) + "\n")
         self._last = time.monotonic()
 
     def _end_kind(self) -> None:

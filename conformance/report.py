@@ -1,4 +1,9 @@
-"""Reports of a Run: a JSON document, JUnit XML, and text for people. Formatters return strings."""
+"""Reports of a Run: a JSON document, JUnit XML, and text for people. Formatters return strings.
+
+Text from the implementation is ``_text.safe`` since it entered the kit; the formatters of text (JUnit, Markdown
+and the terminal's) make it ``_text.printable`` as well, so that a control character it sends can neither
+break the XML nor move a terminal's cursor.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
+from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.results import (
     CaseResult,
@@ -181,7 +187,7 @@ def to_junit(run: Run) -> str:
     for table in run.summaries:
         _junit_summary(suites, table)
     ET.indent(suites)
-    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+    return printable(ET.tostring(suites, encoding="unicode", xml_declaration=True)) + "\n"
 
 
 def run_properties(run: Run) -> dict[str, str]:
@@ -251,7 +257,7 @@ def _skip_reason(row: Mapping[str, Any], label: str) -> str:
 
 def _first_line(result: CaseResult) -> str:
     if result.message:
-        return result.message.splitlines()[0]
+        return printable(result.message).splitlines()[0]
     if result.mismatches:
         return f"{len(result.mismatches)} normative field(s) differ"
     return result.outcome.value
@@ -307,8 +313,8 @@ def format_result(result: CaseResult, golden_root: str = "") -> str:
         lines.append(f"  compared with: the case's {result.expectation} expectation")
     if result.fault_model:
         lines.append(f"  fault model: {result.fault_model}")
-    if result.message:
-        lines.extend("  " + line for line in result.message.splitlines())
+    if result.message:  # split where it breaks lines once its controls (a VT, a CR) are escapes
+        lines.extend("  " + line for line in printable(result.message).splitlines())
     for mismatch in result.mismatches:
         lines.extend("  " + line for line in format_mismatch(mismatch).splitlines())
     if result.replay:
@@ -319,7 +325,7 @@ def format_result(result: CaseResult, golden_root: str = "") -> str:
     if result.stderr_tail:
         lines.append("  stderr (last lines):")
         lines.extend("    " + line for line in result.stderr_tail.splitlines())
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def profile_run(run: Run) -> str:
@@ -398,7 +404,7 @@ def format_summary(run: Run) -> str:
     not_run = [r for r in run.results if r.outcome is Outcome.NOT_RUN]
     if not_run and not any("not run" in reason for reason in verdict.reasons):
         lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def not_claimed_text(run: Run) -> str:
@@ -489,7 +495,7 @@ def to_markdown(run: Run) -> str:
                 f"| `{result.case_id}` | {result.outcome.value} | {result.source or ''} | "
                 f"{', '.join(result.clauses)} | {problem} |"
             )
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"
 
 
 def _markdown_verdict(run: Run) -> str:
@@ -520,7 +526,7 @@ def format_header(
         seed = f"seed:           {selection.seed} (replay the schedule with --seed {selection.seed})\n"
     # As the run compares: in the profile asked for if the implementation claims it, otherwise in core.
     compared = selection.profile if selection.profile in run_info.profiles else "core"
-    return (
+    return printable(
         f"resumekit {kit_version}, golden set {golden_digest[:16] or 'unknown'}\n"
         f"implementation: {run_info.name} {run_info.version} via {run_info.adapter}; "
         f"claims {', '.join(run_info.capabilities) or 'nothing'}; profiles {', '.join(run_info.profiles)}\n"

@@ -4,7 +4,8 @@ actual values side by side.
 
 The page loads nothing: the style is inline, there is no script, and a Content-Security-Policy forbids
 every fetch, so it can be kept as a CI artifact and opened offline. Every value from the run or the
-fixtures is escaped. Pure: a function of the Run (and, when given, the cases it ran) to a string.
+fixtures is escaped, its control characters too (``_text.printable``). Pure: a function of the Run (and,
+when given, the cases it ran) to a string.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, report
 from resumekit.conformance._html_parts import STYLE, events_table, side_by_side
 from resumekit.conformance._html_parts import escape as _e
+from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.report import NO_MESSAGE_CHECKS, counts_by_kind, location
 from resumekit.conformance.results import BAD, CaseResult, Outcome, Run, SummaryTable
@@ -341,4 +343,5 @@ def to_html(run: Run, cases: Iterable[Case] = ()) -> str:
         f"<footer>Written by resumekit {_e(run.kit_version)}. The JSON report (--report-json) holds every "
         "result in full.</footer></main></body></html>"
     )
-    return "\n".join(part for part in parts if part) + "\n"
+    # Markup escapes no control character, and HTML refuses most of them: written as escapes instead.
+    return printable("\n".join(part for part in parts if part)) + "\n"

@@ -3,7 +3,7 @@ foreign run, another machine or a CI artifact wrote, and a wrong one becomes a s
 the JSON pointer, never a traceback.
 
 Only a regular file is read (a FIFO or a device would block or never end), at most ``MAX_REPORT`` bytes, as
-UTF-8 JSON that the run report's schema accepts.
+UTF-8 JSON that the run report's schema accepts, its strings made safe (``_text.safe_value``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from resumekit.conformance import report, schemas
 from resumekit.conformance._files import NotRegular, open_regular
+from resumekit.conformance._text import safe_value
 from resumekit.conformance.results import Run
 
 MAX_REPORT = 64 * 1024 * 1024  # bytes: a strict run of every case writes about 2 MB
@@ -28,7 +29,7 @@ def read_document(path: Path) -> dict[str, Any]:
     """The JSON document of the run report at *path*, checked against its schema."""
     text = _read_text(path)
     try:
-        document = json.loads(text)
+        document = safe_value(json.loads(text))  # a lone surrogate (an escape in JSON) as its escape's text
     except json.JSONDecodeError as error:
         raise ReportError(f"{path}: not JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
     except RecursionError:

@@ -6,6 +6,7 @@ cache (``resumekit list``) never needs it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ P1_TASK = BASE + "p1/task.json"
 RUN_REPORT = BASE + "report/run-report.json"
 ADAPTER_REQUEST = BASE + "adapter/request.json"
 ADAPTER_RESPONSE = BASE + "adapter/response.json"
+FIRST_ERRORS = 1000  # errors ``first_violation`` weighs: enough for any fixture or message that is nearly right
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +111,15 @@ def pointer(path: Any) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
-def violations(uri: str, instance: Any, *, exact_integers: bool = False) -> Iterator[SchemaViolation]:
-    """Every violation of the schema *uri* by *instance*, the most relevant per location first."""
+def violations(
+    uri: str, instance: Any, *, exact_integers: bool = False, limit: int | None = None
+) -> Iterator[SchemaViolation]:
+    """Every violation of the schema *uri* by *instance*, the most relevant per location first; with *limit*,
+    among the first *limit* errors found only (an implementation's message may hold a million wrong values,
+    and each error costs kilobytes)."""
     from jsonschema.exceptions import relevance
 
-    errors = list(validator(uri, exact_integers).iter_errors(instance))
+    errors = list(itertools.islice(validator(uri, exact_integers).iter_errors(instance), limit))
     if not errors:
         return
     # The error a person should read first (jsonschema's relevance); among alternatives (oneOf, anyOf) the
@@ -141,8 +147,9 @@ def _closest_branch(error: ValidationError) -> ValidationError:
 
 
 def first_violation(uri: str, instance: Any, *, exact_integers: bool = False) -> SchemaViolation | None:
-    """The most relevant violation of schema *uri* by *instance*, or None when it is valid."""
-    return next(violations(uri, instance, exact_integers=exact_integers), None)
+    """The most relevant violation of schema *uri* by *instance* (of its first ``FIRST_ERRORS``), or None
+    when it is valid."""
+    return next(violations(uri, instance, exact_integers=exact_integers, limit=FIRST_ERRORS), None)
 
 
 @cache

@@ -688,3 +688,26 @@ def test_an_attempt_served_with_another_identity_gets_a_lease_no_attempt_holds(e
             F.ConflictingIdentity(task_id="t-1", changes=changes)
     with pytest.raises(F.FaultError):
         F.fault_from_mapping({"fault": "ReplayAttempt", "task_id": "t-1", "attempt": 0})
+
+
+# ---------------------------------------------------------------- text a worker sends (issue 36)
+
+
+def test_a_lone_surrogate_in_a_body_is_answered_and_logged_as_its_escape(env: Env) -> None:
+    env.cp.issue(env.task())
+    lease_id = env.claim()["lease"]["lease_id"]
+    # \ud800 is a valid JSON escape that no UTF-8 text carries; NUL and ESC are JSON's own escapes.
+    reason = b'"\\ud800 \\u0000 \\u001b[2J"'
+    raw = b'{"attempt": 1, "lease_id": "' + lease_id.encode() + b'", "state": "FAILED", "reason": ' + reason + b"}"
+    status, answer = env.call("POST", "v1/tasks/t-1/report", raw=raw)
+    assert (status, answer["state"]) == (200, "FAILED")
+    assert [entry["reason"] for entry in env.kinds("report")] == ["\\ud800 \x00 \x1b[2J"]
+    assert _read_log(env.log_path)[-1]["status"] == 200, "the durable log holds the request"
+    status, answer = env.call("POST", "v1/claims", raw=b'{"\\udfff": 1}')
+    assert (status, answer["error"], answer["message"]) == (400, "bad_request", "the body has unknown members \\udfff")
+
+
+def test_a_body_nested_past_the_parsers_depth_is_a_400(env: Env) -> None:
+    status, answer = env.call("POST", "v1/claims", raw=b"[" * 100_000 + b"]" * 100_000)
+    assert (status, answer["error"]) == (400, "bad_request")
+    assert "the body is not JSON" in answer["message"]

@@ -204,3 +204,29 @@ def test_a_journal_that_changes_during_every_copy_is_unreadable(
     with pytest.raises(evidence.JournalUnreadable, match="changed during each of 5 copies"):
         evidence.read_journal(state)
     assert copies == 5
+
+
+# -- text that is not UTF-8, or holds a lone surrogate (issue 36) ----------------------------------------
+
+
+def test_journal_text_that_is_not_utf8_names_its_row_and_column(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE, seq=7)
+    with sqlite3.connect(state / model.JOURNAL_FILE) as connection:
+        connection.execute("UPDATE checkpoints SET lease_id = CAST(X'6C65FF0A1BEDA080' AS TEXT)")
+    connection.close()
+    with pytest.raises(evidence.JournalUnreadable) as refused:
+        evidence.read_journal(state)
+    stored = "b'le\\xff\\n\\x1b\\xed\\xa0\\x80'"
+    assert str(refused.value) == f"row seq 7, lease_id: TEXT that is not UTF-8 (JNL-1): {stored}"
+
+
+def test_a_cache_or_a_journal_log_with_lone_surrogates_is_read_as_their_escapes(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    (state / "tasks" / "t-1.json").write_text('{"lease_id": "\\ud800\\u001b", "\\udfff": "\\ud83d\\ude00"}')
+    assert evidence.read_cache(state, "t-1") == ("ok", {"lease_id": "\\ud800\x1b", "\\udfff": "\U0001f600"})
+    (state / "tasks" / "t-2.json").write_bytes(b'{"lease_id": "\xff')
+    assert evidence.read_cache(state, "t-2") == ("torn", '{"lease_id": "\\xff')
+    log = state / "journal-w1.jsonl"
+    log.write_text('{"path": "\\ud800", "synchronous": 2}\n', encoding="utf-8")
+    assert evidence.read_journal_log(state, log) == ([{"path": "\\ud800", "synchronous": 2}], None)

@@ -4,7 +4,8 @@ A protocol line longer than ``MAX_LINE`` bytes is refused, the deadline of a rea
 keep arriving, and only the last ``STDERR_TAIL_BYTES`` of stderr are kept. POSIX pipes can be waited on
 with select; Windows pipes cannot, so there a reader thread hands chunks over through a bounded queue. No
 thread that reads a pipe ever has that pipe closed under it: a reader closes its own end when it sees the
-end of the stream.
+end of the stream. The tail is text made safe (``_text.decode``): a byte that is not UTF-8 is written as its
+escape.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from typing import IO
 
 from resumekit.conformance._process.errors import LineTooLong, ReadTimeout
+from resumekit.conformance._text import decode
 
 MAX_LINE = 64 * 1024 * 1024  # bytes in one protocol line, its newline not counted (docs/adapter-protocol.md)
 STDERR_TAIL_BYTES = 64 * 1024  # the most of an adapter's stderr the kit keeps
@@ -210,7 +212,7 @@ class _Tail:
         with self._lock:
             data = bytes(self._data[-self._size :])
             dropped = self.dropped + max(0, len(self._data) - self._size)
-        kept = data.decode("utf-8", "replace").splitlines()[-lines:]
+        kept = decode(data).splitlines()[-lines:]  # bytes that are not UTF-8 as escapes (\xff), never a surrogate
         if dropped and kept:
             kept[0] = f"[{dropped} earlier bytes of stderr not kept] {kept[0]}"
         return "\n".join(kept)

@@ -13,6 +13,7 @@ this process) and ``factory`` (an adapter from what the user names).
 from __future__ import annotations
 
 from resumekit.conformance._defaults import DEFAULT_TIMEOUT
+from resumekit.conformance.adapters._bounded import MAX_STRING_BYTES, MAX_VALUES
 from resumekit.conformance.adapters.budget import START_ATTEMPTS, StartBudget
 from resumekit.conformance.adapters.factory import (
     AdapterFactory,
@@ -41,6 +42,8 @@ __all__ = [
     "CHECKED_EVENTS",
     "DEFAULT_TIMEOUT",
     "MAX_DEPTH",
+    "MAX_STRING_BYTES",
+    "MAX_VALUES",
     "RESULT_SCHEMAS",
     "START_ATTEMPTS",
     "TRANSCRIPT_LENGTH",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from resumekit.conformance._text import printable
 from resumekit.conformance.results import Implementation
 
 
@@ -39,9 +40,10 @@ class AdapterStartError(Exception):
         self.stderr_tail = stderr_tail
 
     def __str__(self) -> str:
+        """The message and the stderr tail for a person, their control characters as escapes (``printable``)."""
         if self.stderr_tail:
-            return f"{self.message}\n--- stderr (last lines) ---\n{self.stderr_tail}"
-        return self.message
+            return printable(f"{self.message}\n--- stderr (last lines) ---\n{self.stderr_tail}")
+        return printable(self.message)
 
 
 class Adapter(Protocol):

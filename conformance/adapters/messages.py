@@ -1,8 +1,9 @@
 """What the kit checks in the messages it exchanges with an implementation, before any case judges them.
 
-Every line is strict JSON of bounded depth (``decode_message``); a hello names this protocol and known
-capabilities (``hello_problem``); each result has a schema (``RESULT_SCHEMAS``), and the RuntimeEvents
-already checked once are not checked again (``CheckedEvents``, ``without_echoes``).
+Every line is strict JSON of bounded depth and size, its strings made safe (``decode_message``); a hello
+names this protocol and known capabilities (``hello_problem``); each result has a schema
+(``RESULT_SCHEMAS``), and the RuntimeEvents already checked once are not checked again (``CheckedEvents``,
+``without_echoes``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION
+from resumekit.conformance._text import SURROGATE_ESCAPE, safe_value
+from resumekit.conformance.adapters import _bounded
+from resumekit.conformance.adapters._bounded import MAX_STRING_BYTES, MAX_VALUES
 from resumekit.conformance.canonical import canonical_json
 
 MAX_DEPTH = 128  # nesting of arrays and objects in one message (docs/adapter-protocol.md, Transport)
@@ -48,10 +52,20 @@ CAPABILITIES = (
 
 
 def preview(raw: bytes | str) -> str:
-    """*raw* as text for a message or a transcript: without its line end, and cut short if it is long."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    text = text.rstrip("\r\n")
-    return text if len(text) <= _MESSAGE_PREVIEW else text[:_MESSAGE_PREVIEW] + f"... ({len(text)} characters)"
+    """*raw* as text for a message or a transcript: without its line end, and cut short if it is long.
+
+    Only the head of a long line is decoded: a line may be 64 MiB, and its preview is 600 characters.
+    """
+    if isinstance(raw, bytes):
+        size = len(raw.rstrip(b"\r\n"))
+        text = raw[: 4 * _MESSAGE_PREVIEW + 4].decode("utf-8", "replace").rstrip("\r\n")
+        unit = "bytes"
+    else:
+        text = raw.rstrip("\r\n")
+        size, unit = len(text), "characters"
+    if size <= _MESSAGE_PREVIEW and len(text) <= _MESSAGE_PREVIEW:
+        return text
+    return text[:_MESSAGE_PREVIEW] + f"... ({size} {unit})"
 
 
 class MessageError(ValueError):
@@ -81,14 +95,27 @@ def _too_deep(value: Any) -> bool:
 
 
 def decode_message(raw: bytes) -> Any:
-    """The one decoding check for every message from an implementation: strict UTF-8 JSON.
+    """The one decoding check for every message from an implementation: strict UTF-8 JSON, its strings safe.
 
     NaN, Infinity and numbers out of a double's range are refused, as is nesting deeper than
     ``MAX_DEPTH``, so nothing downstream meets a value JSON cannot carry or recursion it cannot
-    afford. Raise MessageError saying why.
+    afford. A line over its budget (``MAX_VALUES`` values, ``MAX_STRING_BYTES`` of strings) is refused
+    before it is parsed, so that one line cannot fill the kit's memory. Lone surrogates (``\\ud800``, a
+    valid JSON escape) are written as their escapes (``_text.safe``). Raise MessageError saying why.
     """
+    values, string_bytes = _bounded.measure(raw)
+    if values > MAX_VALUES:
+        raise MessageError(
+            f"it holds about {values} JSON values (its commas, colons and opening brackets outside strings), "
+            f"more than the {MAX_VALUES} a message may hold; the line of {len(raw)} bytes was not parsed"
+        )
+    if string_bytes > MAX_STRING_BYTES:
+        raise MessageError(
+            f"its strings hold {string_bytes} bytes, more than the {MAX_STRING_BYTES} a message may hold; "
+            f"the line of {len(raw)} bytes was not parsed"
+        )
     try:
-        text = raw.decode("utf-8")
+        text = _bounded.text(raw)
         value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except MessageError:
         raise
@@ -96,10 +123,11 @@ def decode_message(raw: bytes) -> Any:
         raise MessageError(f"it is nested deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, too-long int strings
         raise MessageError(str(error)) from None
+    del text
     # Counting brackets is cheap and bounds the depth; only a message with many walks the tree.
     if (raw.count(b"[") + raw.count(b"{") > MAX_DEPTH) and isinstance(value, (dict, list)) and _too_deep(value):
         raise MessageError(f"it is nested deeper than {MAX_DEPTH} levels")
-    return value
+    return safe_value(value) if SURROGATE_ESCAPE.search(raw) else value
 
 
 def is_integer(value: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from resumekit.conformance import PROTOCOL_VERSION, __version__, schemas
 from resumekit.conformance._defaults import DEFAULT_TIMEOUT
 from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout
+from resumekit.conformance._text import clip
 from resumekit.conformance.adapters.budget import StartBudget
 from resumekit.conformance.adapters.interface import AdapterStartError, Reply
 from resumekit.conformance.adapters.messages import (
@@ -34,6 +35,11 @@ from resumekit.conformance.adapters.messages import (
 from resumekit.conformance.results import Implementation
 
 TRANSCRIPT_LENGTH = 8
+# Characters the kit keeps of a message about a reply (the implementation's error message or skip reason, a
+# schema violation quoting the value): the reports carry it in every format, and a line may be 64 MiB.
+MESSAGE_LIMIT = 64 * 1024
+# Characters kept of each field of the hello's implementation (name, version, language, homepage).
+NAME_LIMIT = 1024
 
 
 class ProcessAdapter:
@@ -96,10 +102,10 @@ class ProcessAdapter:
             raise AdapterStartError(f"{self.label}: the hello result is unusable: {problem}", tail)
         info = hello["implementation"]
         self.implementation = Implementation(
-            name=str(info.get("name", "")),
-            version=str(info.get("version", "")),
-            language=str(info.get("language", "")),
-            homepage=str(info.get("homepage", "")),
+            name=clip(str(info.get("name", "")), NAME_LIMIT),
+            version=clip(str(info.get("version", "")), NAME_LIMIT),
+            language=clip(str(info.get("language", "")), NAME_LIMIT),
+            homepage=clip(str(info.get("homepage", "")), NAME_LIMIT),
             capabilities=tuple(hello.get("capabilities", ())),
             profiles=tuple(hello.get("profiles", ("core",))),
             adapter=self.label,
@@ -156,7 +162,7 @@ class ProcessAdapter:
 
     def _fail(self, message: str) -> Reply:
         tail = self.process.stderr_tail() if self.process else ""
-        return Reply.errored(message, stderr_tail=tail, transcript=tuple(self._transcript))
+        return Reply.errored(clip(message, MESSAGE_LIMIT), stderr_tail=tail, transcript=tuple(self._transcript))
 
     def _exchange(self, cmd: str, fields: Mapping[str, Any]) -> Reply:
         assert self.process is not None
@@ -224,10 +230,10 @@ class ProcessAdapter:
         if not isinstance(body, dict):
             return self._fail(f"{cmd!r}: {kinds[0]!r} must be an object, got {body!r}")
         if kinds == ["skipped"]:
-            return Reply("skipped", message=str(body.get("reason", "no reason given")))
+            return Reply("skipped", message=clip(str(body.get("reason", "no reason given")), MESSAGE_LIMIT))
         context: dict[str, Any] = body["context"] if isinstance(body.get("context"), dict) else {}
         return Reply.errored(
-            f"the implementation reported an error: {body.get('message', '(no message)')}",
+            clip(f"the implementation reported an error: {body.get('message', '(no message)')}", MESSAGE_LIMIT),
             stderr_tail=self.process.stderr_tail() if self.process else "",
             transcript=tuple(self._transcript),
             context={**context, "caught": True},

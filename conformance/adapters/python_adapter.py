@@ -1,6 +1,8 @@
 """The in-process Python adapter: a plan function called in the kit's own process (``python:module:attribute``).
 
-An exception the function raises comes back as a ``Reply`` with outcome ``errored``, with its traceback.
+An exception the function raises comes back as a ``Reply`` with outcome ``errored``, with its traceback. A
+plan's strings are made safe as a process adapter's are (``_text.safe_value``: a lone surrogate is repaired in
+place, as the text of its escape).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from resumekit.conformance._text import safe_value
 from resumekit.conformance.adapters.interface import AdapterStartError, Reply
 from resumekit.conformance.results import Implementation
 
@@ -58,7 +61,7 @@ class PythonAdapter:
             )
         except Exception as error:
             return Reply.errored(f"the implementation raised {error!r}", context={"traceback": traceback.format_exc()})
-        return Reply("result", {"plan": plan})
+        return Reply("result", {"plan": safe_value(plan)})
 
     def close(self) -> None:
         """Nothing to release: the function runs in this process."""

@@ -12,6 +12,8 @@ import hashlib
 import json
 from typing import Any
 
+from resumekit.conformance._text import SURROGATE_ESCAPE, safe_value
+
 
 class NotCanonical(ValueError):
     """The value has no P1 canonical JSON (a float, a non-string key, a lone surrogate, ...)."""
@@ -68,14 +70,19 @@ def _no_constant(text: str) -> Any:
 
 
 def parse_json(data: bytes) -> Any:
-    """Read a UTF-8 JSON body strictly: no duplicate members, no fractions or exponents, no NaN."""
+    """Read a UTF-8 JSON body strictly: no duplicate members, no fractions or exponents, no NaN.
+
+    The body is the worker's (or a hook's, or a tool's, which the worker can forge): a lone surrogate in it,
+    a valid JSON escape that no UTF-8 text can carry, is written as its escape (``_text.safe``), so that the
+    control plane's log and the reports can hold every string it keeps."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise NotCanonical("the body is not UTF-8") from error
     try:
-        return json.loads(
+        value = json.loads(
             text, object_pairs_hook=_no_duplicates, parse_float=_no_float, parse_constant=_no_constant
         )
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:
         raise NotCanonical(f"the body is not JSON: {error}") from error
+    return safe_value(value) if SURROGATE_ESCAPE.search(data) else value

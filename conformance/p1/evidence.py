@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import _files
+from resumekit.conformance._text import clip, decode, safe_value
 from resumekit.conformance.p1.cp_state import IDENTITY, ZERO
 from resumekit.conformance.p1.model import (
     BINDING,
@@ -185,8 +186,25 @@ def _select_rows(connection: sqlite3.Connection) -> list[Row]:
     missing = [name for name in COLUMNS if name not in found]
     if missing:
         raise JournalUnreadable(f"table checkpoints lacks the columns {missing} of JNL-1")
+    not_utf8: list[tuple[str, bytes]] = []
+
+    def text(data: bytes) -> str:
+        # SQLite keeps whatever bytes a writer gave a TEXT; JNL-1 wants UTF-8, so any other is named below.
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            not_utf8.append((decode(data), data))
+            return not_utf8[-1][0]
+
+    connection.text_factory = text
     cursor = connection.execute(f"SELECT {', '.join(COLUMNS)} FROM checkpoints ORDER BY seq")
-    return [dict(zip(COLUMNS, values, strict=True)) for values in cursor.fetchall()]
+    rows: list[Row] = [dict(zip(COLUMNS, values, strict=True)) for values in cursor.fetchall()]
+    if not_utf8:
+        (shown, data), where = not_utf8[0], ""
+        for row in rows:
+            where = next((f"row seq {row['seq']!r}, {name}: " for name, v in row.items() if v is shown), where)
+        raise JournalUnreadable(f"{where}TEXT that is not UTF-8 (JNL-1): {data[:200]!r}")
+    return rows
 
 
 def _file_kind(mode: int) -> str:
@@ -230,11 +248,11 @@ def read_journal_log(root: Path, path: Path) -> tuple[list[Mapping[str, Any]] | 
     connections: list[Mapping[str, Any]] = []
     for number, line in enumerate(lines[:-1], start=1):  # lines[-1] follows the last newline
         try:
-            entry = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            entry = safe_value(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError, RecursionError):
             return None, f"line {number} is not JSON: {line[:80]!r}"
         if not isinstance(entry, dict):
-            return None, f"line {number} is {entry!r}, not an object"
+            return None, f"line {number} is {clip(repr(entry), 200)}, not an object"
         connections.append(entry)
     return connections, None
 
@@ -261,9 +279,9 @@ def read_cache_file(state_dir: Path, path: Path) -> tuple[str, Any]:
     except _files.Refused as refused:
         return "unreadable", str(refused)
     try:
-        return "ok", json.loads(raw.decode("utf-8"))
+        return "ok", safe_value(json.loads(raw.decode("utf-8")))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return "torn", raw.decode("utf-8", "replace")
+        return "torn", decode(raw)
 
 
 def tree_blobs(origin: Origin, oid: str) -> list[tuple[str, str, bytes]]:

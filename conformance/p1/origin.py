@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance._text import decode
 from resumekit.conformance.p1 import _git, origin_guard
 from resumekit.conformance.p1._git import GitError, GitLimit
 from resumekit.conformance.p1.origin_guard import MAX_REFS, OriginUnreadable
@@ -48,8 +49,9 @@ _KIT_IDENTITY = {
 
 
 def git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> str:
-    """Run one git command and return its stdout as text; a failure names the command and git's words."""
-    return git_bytes(args, cwd=cwd, env=env, stdin=stdin).decode("utf-8", "replace")
+    """Run one git command and return its stdout as text (a byte that is not UTF-8, in a ref's name say, as its
+    escape: two names never read the same); a failure names the command and git's words."""
+    return decode(git_bytes(args, cwd=cwd, env=env, stdin=stdin))
 
 
 def _run_git(
@@ -87,7 +89,7 @@ def _refs_command(prefix: str) -> list[str]:
 
 def _parse_refs(repository: Path, out: bytes) -> dict[str, str]:
     refs = {}
-    for line in out.decode("utf-8", "replace").splitlines():
+    for line in decode(out).splitlines():
         ref, _, oid = line.partition(" ")
         if ref:
             refs[ref] = oid
@@ -145,7 +147,7 @@ class Origin:
 
     def git(self, args: Sequence[str]) -> str:
         """``git_bytes`` as text."""
-        return self.git_bytes(args).decode("utf-8", "replace")
+        return decode(self.git_bytes(args))
 
     def fetch(self, into: Path, oid: str) -> None:
         """Fetch *oid* from this origin into the repository *into* (``upload-pack`` reads the origin)."""

@@ -424,6 +424,56 @@ class HugeLine(Harness):
         return super()._plan(request)
 
 
+# Lines of up to the protocol's 64 MiB, each the worst of one shape for the kit's memory: a head, a unit
+# repeated (``%d`` in it numbered) as often as fits, a last value and a tail. The shapes of a result are JSON
+# values by the million; those of an error's message one huge string (ASCII, widened by an emoji, escaped
+# pairs, lone surrogates); "nested" is values under the depth limit; "padded" a small message with one emoji
+# after 60 MB of spaces. The "most-" shapes stay just within the kit's budgets: the most values (many
+# schema errors), the longest strings (four bytes a character).
+_MIB = 1024 * 1024
+_RESULT = (b'{"seq": %d, "result": {"plan": [', b"]}}")
+_MESSAGE = (b'{"seq": %d, "error": {"message": "', b'"}}')
+_OPERATIONS = b'{"seq": %d, "result": {"plan": {"disposition": "blocked", "operations": ['
+HUGE_SHAPES: dict[str, tuple[bytes, bytes, bytes, bytes, int]] = {
+    "arrays": (_RESULT[0], b"[],", b"[]", _RESULT[1], 64 * _MIB),
+    "objects": (_RESULT[0], b"{},", b"{}", _RESULT[1], 64 * _MIB),
+    "numbers": (_RESULT[0], b"0,", b"0", _RESULT[1], 64 * _MIB),
+    "strings": (_RESULT[0], b'"",', b'""', _RESULT[1], 64 * _MIB),
+    "nested": (_RESULT[0], b"[" * 120 + b"]" * 120 + b",", b"0", _RESULT[1], 64 * _MIB),
+    "keys": (b'{"seq": %d, "result": {"plan": {', b'"k%09d": 0, ', b'"end": 0', b"}}}", 64 * _MIB),
+    "context": (b'{"seq": %d, "error": {"message": "many", "context": {"x": [', b"[],", b"0", b"]}}}", 64 * _MIB),
+    "string": (_MESSAGE[0], b"x", b"", _MESSAGE[1], 64 * _MIB),
+    "wide-string": (_MESSAGE[0], b"x", "\U0001f600".encode("utf-8"), _MESSAGE[1], 64 * _MIB),
+    "pairs": (_MESSAGE[0], b"\\ud83d\\ude00", b"", _MESSAGE[1], 64 * _MIB),
+    "lone-surrogates": (_MESSAGE[0], b"\\ud800", b"", _MESSAGE[1], 64 * _MIB),
+    "padded": (b'{"seq": %d, "error": {"message": "\xf0\x9f\x98\x80 after spaces"}}', b" ", b"", b"", 64 * _MIB),
+    "most-values": (_OPERATIONS, b"{},", b"{}", b"]}}}", 1_499_000),
+    "most-string": (_MESSAGE[0], b"x", b"\\ud83d\\ude00", _MESSAGE[1], 16 * _MIB - 64),
+}
+
+
+class HugeValues(Harness):
+    """Answers one case with a long line of the shape the argument names (``HUGE_SHAPES``), written in pieces
+    so that this process stays small."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("case") != VICTIM:
+            return super().handle(request)
+        head, unit, last, tail, size = HUGE_SHAPES[_argument()]
+        numbered = b"%d" in unit
+        first = head % request["seq"]
+        count = (size - 1024 - len(first) - len(last) - len(tail)) // len(unit % 0 if numbered else unit)
+        out = sys.__stdout__
+        assert out is not None
+        out.buffer.write(first)
+        for start in range(0, count, 1 << 16):
+            numbers = range(start, min(count, start + (1 << 16)))
+            out.buffer.write(b"".join(unit % n for n in numbers) if numbered else unit * len(numbers))
+        out.buffer.write(last + tail + b"\n")
+        out.buffer.flush()
+        return None
+
+
 class HugeStderr(Harness):
     """Writes the argument's count of megabytes to stderr on one case, in one line, then answers."""
 
@@ -569,6 +619,29 @@ class ClosesStdout(Harness):
         return super()._plan(request)
 
 
+# Text no report format can carry as it is: a lone surrogate (valid as a JSON escape), NUL, ESC and other
+# control characters, markup, and a surrogate pair that must come through whole.
+HOSTILE_TEXT = r"lone \ud800 and \udfff, NUL \u0000, ESC \u001b[31m, BEL \u0007, VT \u000b, FF \u000c, " \
+    r"DEL \u007f, C1 \u0085, \ufffe, ]]> </td><script>x</script> & pair \ud83d\ude00 end"
+
+
+class HostileText(Harness):
+    """Answers one case with an error and another with a skip whose text is ``HOSTILE_TEXT``, on stderr too."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("case") not in (VICTIM, "prefix-before-function-call"):
+            return super().handle(request)
+        err = sys.__stderr__
+        assert err is not None
+        err.buffer.write(b"stderr: \xff\xfe \x00 \x1b[2J \xed\xa0\x80 invalid UTF-8\n")
+        err.buffer.flush()
+        kind, field = ("error", "message") if request["case"] == VICTIM else ("skipped", "reason")
+        text = HOSTILE_TEXT.encode("ascii")
+        context = b', "context": {"%s": ["%s"]}' % (text, text) if kind == "error" else b""
+        _raw(b'{"seq": %d, "%s": {"%s": "%s"%s}}\n' % (request["seq"], kind.encode(), field.encode(), text, context))
+        return None
+
+
 class StderrFlood(Harness):
     """Writes many short lines to stderr before each plan, then answers."""
 
@@ -702,6 +775,7 @@ MODES: dict[str, type[Harness]] = {
     "endless-output": EndlessOutput,
     "huge-line": HugeLine,
     "huge-stderr": HugeStderr,
+    "huge-values": HugeValues,
     "bad-json": BadJson,
     "starts-once": StartsOnce,
     "bad-hello": BadHello,
@@ -710,6 +784,7 @@ MODES: dict[str, type[Harness]] = {
     "locates-odd": LocatesOdd,
     "closes-stdout": ClosesStdout,
     "stderr-flood": StderrFlood,
+    "hostile-text": HostileText,
     "plans-nothing": PlansNothing,
     "plans-one-too-high": PlansOneTooHigh,
     "counts-own-appends": CountsOwnAppends,

@@ -87,6 +87,23 @@ BEHAVIOURS = [
     Behaviour("closes stdout, stays alive", "closes-stdout"),
     Behaviour("endless output without a newline", "endless-output", evidence="no line on stdout"),
     Behaviour("a 100 MB line", "huge-line", timeout=30, evidence="longer than"),
+    # Text no report format carries as it is, and lines of up to 64 MiB the kit must parse in bounded memory.
+    Behaviour("error and skip with lone surrogates and controls", "hostile-text", evidence="lone \\ud800 and"),
+    *(
+        Behaviour(f"a 64 MiB line: {shape}", "huge-values", shape, timeout=60, evidence=evidence)
+        for shape, evidence in (
+            ("arrays", "JSON values"),
+            ("strings", "JSON values"),
+            ("keys", "JSON values"),
+            ("nested", "JSON values"),
+            ("context", "JSON values"),
+            ("lone-surrogates", "its strings hold"),
+            ("wide-string", "its strings hold"),
+            ("padded", "after spaces"),
+            ("most-values", "'diagnostics' is a required property"),
+            ("most-string", "the first 65536 kept"),
+        )
+    ),
     Behaviour("256 MB on stderr in one line", "huge-stderr", "256", timeout=60, expect="pass"),
     Behaviour("200,000 short stderr lines", "stderr-flood", timeout=10, expect="pass"),
     Behaviour("starts once, then hangs at every start", "starts-once", "{flag}", ("--kind", "decision"), timeout=1),

@@ -47,6 +47,7 @@ class Attack:
     argument: str = ""  # may name {decoy_journal}, {decoy_file} or {probe}
     proof: str = ""  # what the probe file must show: "cp-2" (JSON 400s), or a fragment that proves the attack fired
     unlock: bool = False  # the worker may leave immutable folders: clear them before the scratch is counted
+    refused: str = ""  # a line the kit refuses errors the case: its message must hold this, and it is clear then
 
 
 ATTACKS = [
@@ -86,6 +87,11 @@ ATTACKS = [
     Attack("five-hundred-refs", CAPTURE, clauses=("COMMIT-3",)),
     Attack("branch-to-a-huge-commit", COMMIT, clauses=("COMMIT-3",)),
     Attack("push-log-links-outside", COMMIT, clauses=("COMMIT-3",), argument="{decoy_file}"),
+    Attack("text-in-requests", CAPTURE, expect="pass", argument="{probe}", proof="every request answered in JSON"),
+    Attack("journal-text-not-utf8", CAPTURE, clauses=("JNL-1",)),
+    Attack("cache-lone-surrogates", CAPTURE, clauses=CACHE),
+    Attack("journal-log-lone-surrogates", CAPTURE, clauses=("JNL-5", "JNL-6")),
+    Attack("huge-wait-answer", CAPTURE, refused="more than the 1000000 a message may hold"),
 ]
 
 
@@ -130,6 +136,8 @@ def run_attack(context: Context, attack: Attack, folder: Path, guard: float = GU
     output = (folder / "output.txt").read_text(encoding="utf-8", errors="replace")
     document = _report(report)
     category, reason = classify_p1(code, output, document, attack.expect, attack.clauses)
+    if attack.refused and category == "unclear error" and attack.refused in reason:
+        category = "clear error"  # the case errored on the line the kit refused, and says what it holds
     if attack.proof == "cp-2" and category not in ("traceback", "hang"):
         category, reason = _judge_probe(probe, category, reason)
     elif attack.proof and attack.proof not in _text(probe):
@@ -221,7 +229,7 @@ def p1_part(context: Context, tally: Tally, arguments: argparse.Namespace) -> No
 
 
 def _expected(attack: Attack) -> str:
-    return "pass" if attack.expect == "pass" else "refuse: " + "/".join(attack.clauses)
+    return "pass" if attack.expect == "pass" else "refuse: " + ("/".join(attack.clauses) or "the line")
 
 
 def format_tries(tries: list[dict[str, Any]]) -> str:

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, memory, places, traffic
+from tests.fuzz.p1_workers import _base, files, memory, places, text, traffic
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -48,6 +48,11 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "five-hundred-refs": memory.FiveHundredRefs,
     "branch-to-a-huge-commit": memory.BranchToAHugeCommit,
     "push-log-links-outside": memory.PushLogLinksOutside,
+    "text-in-requests": text.TextInRequests,
+    "journal-text-not-utf8": text.JournalTextNotUtf8,
+    "cache-lone-surrogates": text.CacheWithLoneSurrogates,
+    "journal-log-lone-surrogates": text.JournalLogWithLoneSurrogates,
+    "huge-wait-answer": text.HugeWaitAnswer,
 }
 
 

@@ -112,48 +112,6 @@ def sync_path(path: Path) -> None:
         os.close(fd)
 
 
-def create_in(directory: Path, name: str, data: bytes | None = None, link_to: Path | None = None) -> bool:
-    """Create *name* in a *directory* an implementation controls: a new file holding *data*, or a new link
-    to *link_to*; False (nothing written) if the directory is not a directory or the name is taken.
-
-    Nothing is followed: the directory is opened without following a link (on POSIX), the file is created
-    exclusively, so a link, a FIFO or a directory the implementation left at the name is never written
-    through, opened or blocked on."""
-    if sys.platform == "win32" or os.open not in os.supports_dir_fd:
-        return _create_plain(directory / name, data, link_to)
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        if link_to is not None:
-            os.symlink(link_to, name, dir_fd=fd)
-            return True
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        file = os.open(name, flags, 0o644, dir_fd=fd)
-        with open(file, "wb") as handle:
-            handle.write(data or b"")
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def _create_plain(path: Path, data: bytes | None, link_to: Path | None) -> bool:
-    if path.parent.is_symlink() or not path.parent.is_dir():
-        return False
-    try:
-        if link_to is not None:
-            os.symlink(link_to, path, target_is_directory=True)
-        else:
-            with open(path, "xb") as handle:
-                handle.write(data or b"")
-        return True
-    except OSError:
-        return False
-
-
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One entry of a workspace as a snapshot records it: what it is, which file it is, and when it changed.

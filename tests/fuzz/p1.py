@@ -32,6 +32,7 @@ from tests.support import ROOT, python_command
 GUARD = 240.0
 CAPTURE = "p1-capture-completes"
 CACHE = ("CACHE-1", "CACHE-3", "CACHE-4")  # EVID-3 names CACHE-1; a cache found wrong by idle breaks CACHE-4 too
+WRITES = "{decoy_file}:{probe}"  # the argument of the attacks on the kit's writes
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,14 @@ ATTACKS = [
     Attack("fifo-in-the-sibling-decoy", "p1-cleanup-never-enters-a-sibling-named-like-the-root",
            clauses=("CLEAN-2",)),
     Attack("fifo-where-the-watch-looks", "p1-strict-tool-tree-dies-with-the-worker", clauses=("WRK-5",)),
+    # The kit's own writes (tests/fuzz/p1_workers/writes.py): nothing through a link, TMPDIR's mode kept.
+    Attack("keeps-writing-in-the-scratch", CAPTURE, clauses=("WRK-5",), argument=WRITES, proof="daemons"),
+    Attack("workspace-root-swapped-at-the-kill", "p1-replay-ignores-a-tampered-old-workspace", expect="pass",
+           argument=WRITES, proof="SwapsItsWorkspaceRootAtTheKill"),
+    Attack("state-swapped-at-the-kill", "p1-cache-garbage-changes-nothing", expect="pass", argument=WRITES,
+           proof="SwapsItsStateDirectoryAtTheKill"),
+    Attack("link-at-the-next-journal-log", "p1-cache-garbage-changes-nothing", expect="pass", argument=WRITES,
+           proof="journal-log"),
 ]
 
 

@@ -3,6 +3,13 @@
 The kit touches a file an implementation names only through ``inside``: the path must resolve, with
 every symbolic link followed, to a place inside a folder the kit made for the case. Snapshots of such
 a folder never follow a link and never read anything but regular files.
+
+What the kit writes into a folder an implementation can reach goes through ``Folder`` (``_folders``): a
+descriptor of each folder the kit makes, taken when it makes it, every write relative to it, nothing
+written through a link the kit did not make (on Windows, which has no ``dir_fd``, a check by path before
+each write). Scratch folders are made, removed and, on Ctrl-C, all removed by ``_scratch``: removing one
+never changes the mode of its parent (``TMPDIR``) or of anything outside it, and a tree something keeps
+writing into is reported, not fought forever.
 """
 
 from __future__ import annotations
@@ -10,21 +17,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import stat
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+# The folder and scratch plumbing lives in modules of its own; the kit names it all through this one.
+from resumekit.conformance._folders import HELD as HELD
+from resumekit.conformance._folders import Folder as Folder
+from resumekit.conformance._folders import Refused as Refused
+from resumekit.conformance._scratch import Interrupted as Interrupted
+from resumekit.conformance._scratch import before_removal as before_removal
+from resumekit.conformance._scratch import interrupt as interrupt
+from resumekit.conformance._scratch import remove as remove
+from resumekit.conformance._scratch import scratch as scratch
 
 MAX_READ = 256 * 1024 * 1024  # bytes the kit reads from one file an implementation names
-
-
-class Refused(Exception):
-    """A path an implementation named that the kit will not touch."""
 
 
 def inside(root: Path, path: object) -> Path:
@@ -101,100 +110,6 @@ def sync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def create_in(directory: Path, name: str, data: bytes | None = None, link_to: Path | None = None) -> bool:
-    """Create *name* in a *directory* an implementation controls: a new file holding *data*, or a new link
-    to *link_to*; False (nothing written) if the directory is not a directory or the name is taken.
-
-    Nothing is followed: the directory is opened without following a link (on POSIX), the file is created
-    exclusively, so a link, a FIFO or a directory the implementation left at the name is never written
-    through, opened or blocked on."""
-    if sys.platform == "win32" or os.open not in os.supports_dir_fd:
-        return _create_plain(directory / name, data, link_to)
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        if link_to is not None:
-            os.symlink(link_to, name, dir_fd=fd)
-            return True
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        file = os.open(name, flags, 0o644, dir_fd=fd)
-        with open(file, "wb") as handle:
-            handle.write(data or b"")
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def _create_plain(path: Path, data: bytes | None, link_to: Path | None) -> bool:
-    if path.parent.is_symlink() or not path.parent.is_dir():
-        return False
-    try:
-        if link_to is not None:
-            os.symlink(link_to, path, target_is_directory=True)
-        else:
-            with open(path, "xb") as handle:
-                handle.write(data or b"")
-        return True
-    except OSError:
-        return False
-
-
-def scratch(prefix: str) -> Path:
-    """A fresh, empty directory of the kit's own."""
-    return Path(tempfile.mkdtemp(prefix=f"resumekit-{prefix}-"))
-
-
-def remove(path: Path) -> None:
-    """Delete a scratch tree, retrying while Windows still holds a handle of a killed process."""
-
-    def writable(function: object, name: str, _: object) -> None:
-        # A process may have left an entry, or the directory holding it, without write (or read) bits:
-        # deleting an entry takes write on its directory, listing a directory read and search on it.
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), stat.S_IRWXU)
-        if os.path.islink(name):
-            os.unlink(name)
-        elif os.path.isdir(name):
-            os.chmod(name, stat.S_IRWXU)
-            _rmtree(name, writable)
-        else:
-            os.chmod(name, stat.S_IWRITE)
-            os.unlink(name)
-
-    delay = 0.01
-    for _ in range(8):
-        try:
-            _rmtree(path, writable)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(delay)
-            delay *= 2
-            _clear_immutable(path)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _clear_immutable(path: Path) -> None:
-    """Linux, as root: a process may have made an entry immutable (``chattr +i``), which no mode bit undoes
-    and which stops even root from deleting it; clear the flag through the tree (chattr follows no link)."""
-    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("chattr") is None:
-        return
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["chattr", "-R", "-f", "-i", str(path)], capture_output=True, check=False, timeout=30)
-
-
-def _rmtree(path: str | Path, handler: Any) -> None:
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=handler)
-    else:  # Python 3.10 and 3.11 have no onexc
-        shutil.rmtree(path, onerror=handler)
 
 
 @dataclass(frozen=True, slots=True)

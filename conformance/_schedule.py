@@ -11,6 +11,7 @@ and anything it returns later is dropped.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import queue
 import threading
 import time
@@ -61,7 +62,7 @@ class Schedule:
     _units: queue.SimpleQueue[_Unit] = field(init=False, default_factory=queue.SimpleQueue)
     _running: dict[int, _Running] = field(init=False, default_factory=dict)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
-    _threads: int = field(init=False, default=0)
+    _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.futures = [Future() for _ in self.chosen]
@@ -90,9 +91,19 @@ class Schedule:
         for future in self.futures:
             future.cancel()
 
+    def interrupt(self, grace: float) -> list[threading.Thread]:
+        """Ctrl-C, once every process is killed: start no further case, wait up to *grace* seconds for the
+        running ones to end (each removes its own scratch folder as it ends), and name every thread."""
+        self.cancel()
+        with self._lock:
+            running = [self.futures[index] for index in self._running]
+        concurrent.futures.wait(running, timeout=grace)
+        return list(self._threads)
+
     def _spawn(self) -> None:
-        self._threads += 1
-        threading.Thread(target=self._work, name=f"resumekit-job-{self._threads}", daemon=True).start()
+        thread = threading.Thread(target=self._work, name=f"resumekit-job-{len(self._threads) + 1}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def _work(self) -> None:
         while True:

@@ -412,9 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        from resumekit.conformance import _process
+        from resumekit.conformance import _files, _process
 
         _process.kill_all()
+        _files.interrupt()  # every scratch folder still there, once its processes are killed
         sys.stderr.write("\nresumekit: interrupted\n")
         return EXIT_INTERRUPTED
 

@@ -9,12 +9,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from resumekit.conformance import __version__, _process, contracts
+from resumekit.conformance import __version__, _files, _process, contracts
 from resumekit.conformance._schedule import Schedule
 from resumekit.conformance.adapters import Adapter, AdapterStartError, Reply
 from resumekit.conformance.cases import Case
 from resumekit.conformance.contracts import CaseRunner, RunContext
 from resumekit.conformance.results import CaseResult, Outcome, Run, Selection, Shard
+
+INTERRUPT_GRACE_S = 5.0  # how long Ctrl-C waits for the running cases to end before it removes their folders
 
 
 class Reporter(Protocol):
@@ -115,7 +117,8 @@ def run(
     *profile* is the profile answers are compared in; *selection* records what was asked for (the
     verdict reads its scope from it). *known_failures* maps case ids to the reason they are expected
     to fail (``--expect``). A KeyboardInterrupt ends the run early: every process the kit started is
-    killed, and the Run holds what finished, marked interrupted.
+    killed, the scratch folder of every running case removed, and the Run holds what finished, marked
+    interrupted.
 
     With *jobs* above 1 the cases run on that many threads at once. Every process kind makes its own
     scratch workspace and implementation processes, so those cases run side by side; the cases of a
@@ -185,6 +188,9 @@ def _gather(
             reporter.case_finished(result)
     except KeyboardInterrupt:
         _process.kill_all()
+        # Every running case's scratch folder goes: each case removes its own as it ends; after the grace,
+        # the kit removes what is left (and a case thread that asks for a new folder is stopped).
+        _files.interrupt(schedule.interrupt(INTERRUPT_GRACE_S))
         return results, True
     finally:  # interrupted, or a runner raised: start no further case
         schedule.cancel()

@@ -8,7 +8,9 @@ through a one-scenario ``resumekit run --kind p1``.
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +20,16 @@ import pytest
 import yaml
 
 from tests.fuzz import behaviours, guards, mutations, p1, store, worker
-from tests.fuzz.campaign import BAD, classify_fixture, classify_p1, classify_run, kit_traceback, p1_clauses_named
-from tests.fuzz.parts import Context, run_behaviour
+from tests.fuzz.campaign import (
+    BAD,
+    Tally,
+    classify_fixture,
+    classify_p1,
+    classify_run,
+    kit_traceback,
+    p1_clauses_named,
+)
+from tests.fuzz.parts import Context, _guards_after, run_behaviour
 
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="the campaign's guards use POSIX calls")
 
@@ -169,6 +179,36 @@ def test_a_hostile_p1_worker_fails_its_case_naming_the_clause(name: str, clause:
     assert context.outside_writes() == 0
     assert guards.reap_orphans(context.tag) == []
     assert guards.scratch_left(folder / "tmp") == []
+
+
+@POSIX
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize(
+    "name", ["workspace-root-swapped-at-the-kill", "state-swapped-at-the-kill", "link-at-the-next-journal-log"]
+)
+def test_the_kit_writes_nothing_through_a_link_a_hostile_p1_worker_put_in_its_way(name: str, context: Context) -> None:
+    folder = context.work / "p1"
+    outcome = p1.run_attack(context, P1_ATTACKS[name], folder, guard=120)
+    assert outcome["category"] == "accepted correctly", outcome["reason"]
+    assert context.outside_writes() == 0
+    assert guards.tmpdir_changed(folder / "tmp") is None
+    assert guards.reap_orphans(context.tag) == []
+    assert guards.scratch_left(folder / "tmp") == []
+
+
+@POSIX
+def test_a_changed_mode_of_a_tries_tmpdir_counts_as_a_write_outside(context: Context, tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    context.env(scratch)
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o1777  # the system's /tmp mode: everyone's, sticky
+    tally = Tally("p1")
+    _guards_after(context, tally, scratch, "untouched")
+    assert tally.outside_writes == 0
+    os.chmod(scratch, 0o700)  # what the kit's removal did to the folder above its scratch
+    _guards_after(context, tally, scratch, "chmod")
+    assert tally.outside_writes == 1
+    assert tally.findings[-1]["reason"] == "TMPDIR's mode changed: 1777 -> 700 (sticky bit dropped)"
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o1777, "reset for the next try"
 
 
 def test_a_p1_refusal_is_clear_only_when_a_failed_case_names_the_clause() -> None:

@@ -51,7 +51,10 @@ class _Writer:
             return False
         try:
             self.workspace.mkdir(exist_ok=True)  # never the root: its parent must still be there
-            self.path.write_text(f"{self.role} pid {os.getpid()} write {self.writes + 1}\n", encoding="utf-8")
+            # The worker can put a link or a FIFO at the name: the tool writes through neither, nor waits.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            with open(os.open(self.path, flags, 0o666), "wb") as handle:
+                handle.write(f"{self.role} pid {os.getpid()} write {self.writes + 1}\n".encode())
         except FileNotFoundError:
             return False  # the workspace root is gone: the kit's scenario is over
         except OSError:

@@ -187,6 +187,7 @@ class ControlPlane:
         ttl_ms: int = 30_000,
         retry_after_ms: int = 20,
         observer: Observer | None = None,
+        log_opener: Callable[[], IO[bytes]] | None = None,
     ) -> None:
         # The core validates tasks and submissions through the schemas, which this shell reads from disk.
         self._state = core.State(
@@ -203,7 +204,11 @@ class ControlPlane:
         self._lock = threading.RLock()
         self._grown = threading.Condition(self._lock)  # notified whenever the log grows
         self._log_path = Path(log_path)
+        # How the log is opened for appending: a scenario's opens it in the scratch root it holds, never
+        # through a link a worker put at its name; by default, by its path.
+        self._log_opener = log_opener or self._open_by_path
         self._log_file: IO[bytes] | None = None
+        self._closed = False
         self._entries: list[dict[str, Any]] = []
         self._origins: dict[str, Origin] = {}
         self._server: _Server | None = None
@@ -215,8 +220,8 @@ class ControlPlane:
         """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
         if self._server is not None:
             raise RuntimeError("the control plane is already started")
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_file = open(self._log_path, "ab")  # noqa: SIM115 - kept open until close()
+        if self._log_file is None:
+            self._log_file = self._log_opener()  # kept open until close()
         server = _Server(("127.0.0.1", 0), _Handler)
         server.plane = self
         self._server = server
@@ -237,6 +242,7 @@ class ControlPlane:
             self._thread.join(timeout=10)
             self._thread = None
         with self._lock:
+            self._closed = True
             if self._log_file is not None:
                 self._log_file.close()
                 self._log_file = None
@@ -482,11 +488,17 @@ class ControlPlane:
                 self._entries.append(entry)
                 lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
             self._grown.notify_all()
-        if self._log_file is None:
-            # Before start() (tasks issued while the scenario is set up): written at once all the same.
-            self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self._log_path, "ab") as handle:
-                handle.write("".join(lines).encode("utf-8"))
-            return
-        self._log_file.write("".join(lines).encode("utf-8"))
-        self._log_file.flush()
+        with self._lock:
+            if self._log_file is None:
+                # Before start() (tasks issued while the scenario is set up), or after close(): written at
+                # once all the same, the file kept open until close().
+                self._log_file = self._log_opener()
+            self._log_file.write("".join(lines).encode("utf-8"))
+            self._log_file.flush()
+            if self._closed:
+                self._log_file.close()
+                self._log_file = None
+
+    def _open_by_path(self) -> IO[bytes]:
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        return open(self._log_path, "ab")

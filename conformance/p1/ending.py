@@ -28,8 +28,7 @@ def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None],
     WRK-5 mismatch each in the strict profile, a sentence of the message in core, where WRK-5 does not bind.
     """
     if world.tool_flag is not None:
-        with contextlib.suppress(OSError):
-            world.tool_flag.unlink()
+        world.stop_tool()
     for worker in workers:
         if worker is not None:
             worker.close()

@@ -18,11 +18,13 @@ be a complete version, old or new, never torn or empty (CACHE-3).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from resumekit.conformance import _files
 from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, log_views, verbs
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
@@ -39,6 +41,8 @@ from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, Worl
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import result_for
+
+CONTROL_PLANE_LOG = "control-plane.jsonl"  # in the scratch root, for a reader after the run
 
 # verb -> handler: every verb a scenario's step may name (schemas/golden/p1-scenarios.json, $defs/step), and
 # the two the campaigns' generated steps add, crash_or_idle and settle, which no golden file may write.
@@ -88,22 +92,26 @@ def run_steps(
     """One run of *steps* in a fresh world. With *blocked_at* (a campaign run) the failpoints reached are
     appended to it, and a worker that goes idle before its armed failpoint raises Unreached. *stats*
     receives the kills of soak rounds and the control-plane faults left unfired."""
+    world: World | None = None
     try:
         with open_world(case, power) as world:
             world.until_unreached = blocked_at is not None
             if blocked_at is not None:
                 world.blocked_at = blocked_at
             observer = Observer(world, profile)
-            control = ControlPlane(log_path=world.root / "control-plane.jsonl", ttl_ms=case.ttl_ms, observer=observer)
+            log = functools.partial(world.folder(world.root).append, CONTROL_PLANE_LOG)
+            control = ControlPlane(
+                log_path=world.root / CONTROL_PLANE_LOG, ttl_ms=case.ttl_ms, observer=observer, log_opener=log
+            )
             worker = Worker(case, factory, world, control)
             second = _second_worker(case, factory, world, control, steps)
             control.start()
             try:
-                return _drive(case, world, control, worker, profile, steps, second)
+                result = _drive(case, world, control, worker, profile, steps, second)
             except Abort as abort:
-                return _with_origins(abort.result, world, control)
+                result = _with_origins(abort.result, world, control)
             except (KitError, FaultError, GitError) as error:
-                return _with_origins(_could_not(case, error), world, control)
+                result = _with_origins(_could_not(case, error), world, control)
             finally:
                 if stats is not None:
                     stats.update(kills=world.kills, unfired=control.pending_faults())
@@ -112,14 +120,31 @@ def run_steps(
                     second.close()
                 control.close()
     except Abort as abort:
-        return abort.result
-    except (KitError, FaultError, GitError) as error:
-        return _could_not(case, error)
+        result = abort.result
+    except (KitError, FaultError, GitError, _files.Refused) as error:
+        result = _could_not(case, error)
+    return _with_scratch_left(result, world.left if world is not None else None, profile)
+
+
+def _with_scratch_left(result: CaseResult, left: str | None, profile: str) -> CaseResult:
+    """The result, told what the kit could not remove of the world once every process of the case had ended:
+    something the worker started still wrote there (WRK-5, strict; a sentence of the message in core)."""
+    if left is None:
+        return result
+    note = f"the kit could not remove the scenario's folder once every process of the case had ended: {left}"
+    if profile == "strict" and result.outcome in (Outcome.PASSED, Outcome.FAILED):
+        mismatch = Mismatch("/scratch", "the scenario's folder removed", left, "WRK-5", note)
+        message = note if result.outcome is Outcome.PASSED else f"{result.message}; WRK-5: {note}"
+        return dataclasses.replace(
+            result, outcome=Outcome.FAILED, mismatches=(*result.mismatches, mismatch), message=message
+        )
+    return dataclasses.replace(result, message="; ".join(part for part in (result.message, note) if part))
 
 
 def _could_not(case: ScenarioCase, error: Exception) -> CaseResult:
     """A world the kit could not build or a step it could not take (git missing, a task or fault the control
-    plane refuses): the scenario says nothing about the worker, so it is errored, not failed."""
+    plane refuses, a folder of the kit's that something else took the place of): the scenario says nothing
+    about the worker, so it is errored, not failed."""
     message = f"the kit could not carry out this scenario ({case.source}): {error}"
     return result_for(case, Outcome.ERRORED, message=message)
 
@@ -264,9 +289,7 @@ def _second_worker(
     directory, on the same control plane and origins (a task handed to two workers, RESUME-4, LEASE-4)."""
     if not any("second_worker" in step for step in steps):
         return None
-    home = (world.root / "workspaces-second", world.root / "state-second")
-    for path in home:
-        path.mkdir()
+    home = (world.kit_folder("workspaces-second").path, world.kit_folder("state-second").path)
     return Worker(case, factory, world, control, label="b", home=home)
 
 

@@ -90,8 +90,7 @@ def end_tools(world: World) -> None:
     if world.watch is not None:
         world.watch.stop()
     if world.tool_flag is not None:
-        with contextlib.suppress(OSError):
-            world.tool_flag.unlink()
+        world.stop_tool()
         time.sleep(5 * _tool.INTERVAL_S)  # a write under way when the flag went finishes before the root goes
     for process in world.held:
         with contextlib.suppress(OSError):

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance import _files
 from resumekit.conformance._process import NotInTree, plausible_pid, wait_pid_gone
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
 from resumekit.conformance.adapters.factory import with_marker
@@ -142,8 +143,10 @@ class Worker:
             "marker": str(self.marker),
         }
         if self.claims_log:
+            # Made by the kit, in place of anything at the name (a link there is replaced, never written
+            # through): an empty log is a process that opened no connection.
             log = self.journal_log(self.name)
-            log.write_bytes(b"")  # made by the kit: an empty log is a process that opened no connection
+            self._put_kit_file(log.name, b"", "the journal log of p1.journal-log", "ADP-3")
             fields["journalLog"] = str(log)
         if failpoint:
             fields["failpoint"] = {"name": failpoint["name"], "hit": failpoint.get("hit", 1)}
@@ -171,9 +174,11 @@ class Worker:
         of the kit's scratch, beside the tool's flag, and the argv names only the file."""
         if self.world.tool_flag is None:
             self.world.tool_flag = self.world.root / "tool-may-run"
-            self.world.tool_flag.write_text("the kit's tool stops once this file is gone\n", encoding="utf-8")
+            self._put_kit_file(self.world.tool_flag.name, b"the kit's tool stops once this file is gone\n",
+                               "the flag of the kit's tool", "ADP-2")
         announce = self.world.root / "tool-announce"
-        announce.write_text(self.control.kit_url("_kit/tool/started") + "\n", encoding="utf-8")
+        url = self.control.kit_url("_kit/tool/started") + "\n"
+        self._put_kit_file(announce.name, url.encode("utf-8"), "the announce file of the kit's tool", "ADP-2")
         return [
             sys.executable,
             "-m",
@@ -185,6 +190,19 @@ class Worker:
             "--seconds",
             f"{seconds:g}",
         ]
+
+    def _put_kit_file(self, name: str, data: bytes, what: str, clause: str) -> None:
+        """A file of the kit's in the scratch root, through the root the kit holds: whatever a process of the
+        worker's put at the name is replaced, never written through; what cannot be replaced fails the case."""
+        try:
+            self.world.folder(self.world.root).put(name, data)
+        except _files.Refused as refused:
+            raise Abort(
+                self.fail(
+                    f"the kit could not make {what}: {refused} (a process of the worker's put it there)",
+                    Mismatch(f"/scratch/{name}", "a file of the kit's", str(refused), clause),
+                )
+            ) from None
 
     def _adopt(self, pid: object, where: str) -> None:
         """Take *pid* as the worker's only if the process guard says the kit may kill it."""
@@ -427,7 +445,7 @@ class Worker:
         for entry in self.control.log():
             if entry.get("kind") == "tool_started" and isinstance(entry.get("cwd"), str):
                 for role, name in _tool.FILES.items():
-                    text = _read_text(Path(entry["cwd"]) / name)
+                    text = _read_text(self.world.workspace_root, Path(entry["cwd"]) / name)
                     words = text.split()
                     if len(words) >= 5 and words[-1].isdigit():
                         self.world.tool_writes[role] = int(words[-1])
@@ -583,8 +601,10 @@ def _empty_claim_since(log: Sequence[Mapping[str, Any]], since: int, worker: str
     )
 
 
-def _read_text(path: Path) -> str:
+def _read_text(root: Path, path: Path) -> str:
+    """The head of a file the kit's tool wrote in a workspace: a regular file inside *root* only, and only
+    its first bytes (a FIFO or a huge file put there by the worker never stalls or fills the kit)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return _files.read_head(root, path, 4096).decode("utf-8", errors="replace")
+    except (_files.Refused, OSError):
         return ""

@@ -5,13 +5,17 @@ FUSE layer), bare git origins and two decoy trees outside the root. The steps of
 world as a crash or a careless neighbour would: a cache damaged, a stale workspace planted, a link to the
 decoys put where a cleanup must not follow it, a checked directory swapped for a link (docs/spec/p1.md,
 CACHE, CLEAN).
+
+The worker can reach every folder of the world, and can rename any of them and put a link in its place. So
+the kit holds each folder it makes by a descriptor from the moment it makes it (``World.dirs``,
+``_files.Folder``) and makes every change of its own relative to one: nothing is written through a link the
+kit did not make, and a folder the worker made (a workspace, ``tasks/``) is opened without following one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -77,6 +81,9 @@ class World:
     tool_writes: dict[str, int] = field(default_factory=dict)  # the tool's writes found just after the kill
     # worker name -> (workspace root, state directory), for a scenario's second worker (its own pair)
     homes: dict[str, tuple[Path, Path]] = field(default_factory=dict)
+    # every folder the kit made, by its path, held by a descriptor from when the kit made it
+    dirs: dict[Path, _files.Folder] = field(default_factory=dict)
+    left: str | None = None  # what the kit could not remove of the world once the scenario was over
     second_snapshots: list[evidence.Snapshot] = field(default_factory=list)
     # in the environment of every adapter process of this world (RESUMEKIT_CASE_TOKEN), to find what they left
     case_token: str = field(default_factory=new_token)
@@ -89,11 +96,41 @@ class World:
         """The fault model a kill in this world is: a power cut under power loss, a process crash otherwise."""
         return POWER_LOSS_MODEL if self.layer is not None else KILL_MODEL
 
+    def folder(self, path: Path) -> _files.Folder:
+        """The kit's folder at *path* (the scratch root, a workspace root, a state directory), held since it
+        was made: whatever now stands at the path, the kit writes into the folder it made."""
+        return self.dirs[path]
+
+    @contextlib.contextmanager
+    def state_folder(self) -> Iterator[_files.Folder]:
+        """The first worker's state directory: held since the kit made it; under power loss the layer's mount,
+        opened now (a mount point cannot be swapped for a link, and a descriptor held inside the mount would
+        keep it busy when a cut unmounts it)."""
+        if self.state_dir in self.dirs:
+            yield self.dirs[self.state_dir]
+            return
+        with _files.Folder.open(self.state_dir) as opened:
+            yield opened
+
+    def kit_folder(self, name: str) -> _files.Folder:
+        """A folder of the kit's own directly in the scratch root, made (and held) on first use."""
+        path = self.root / name
+        if path not in self.dirs:
+            self.dirs[path] = self.folder(self.root).folder(name)
+        return self.dirs[path]
+
+    def stop_tool(self) -> None:
+        """Take the kit's tool's flag away (a surviving tool stops at its next write), through the held root."""
+        if self.tool_flag is not None and self.root in self.dirs:
+            with contextlib.suppress(ValueError, _files.Refused):  # the world is gone already
+                self.folder(self.root).unlink(self.tool_flag.name)
+
     def durable_journal(self) -> list[evidence.Row]:
         """The journal as a power cut now would leave it (EVID-3 read of the durable view)."""
         assert self.layer is not None
         self.exports += 1
-        target = self.root / f"durable-{self.exports}"
+        # A name nobody can know beforehand: the layer makes the folder, and refuses anything already there.
+        target = self.root / f"durable-{self.exports}-{new_token()[:8]}"
         try:
             self.layer.export(target)
             return evidence.read_journal(target)
@@ -139,19 +176,24 @@ def task_from(
 @contextlib.contextmanager
 def open_world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[World]:
     """Make the scenario's world in a scratch directory, and remove all of it (and the tools and every process
-    marked with the world's token left) after."""
+    marked with the world's token left) after; what could not be removed is the world's ``left``."""
     root = _files.scratch("p1")
     layer = None
+    dirs: dict[Path, _files.Folder] = {}
+    world: World | None = None
     try:
+        top = dirs[root] = _files.Folder.open(root)
         workspace_root, state_dir, decoy = root / "workspaces", root / "state", root / "decoy"
-        workspace_root.mkdir()
+        dirs[workspace_root] = top.folder(workspace_root.name)
         if power is None:
-            state_dir.mkdir()
+            dirs[state_dir] = top.folder(state_dir.name)
         else:
             layer = PowerLayer(root / "state-backing", state_dir, power.sync_delay)
+            _files.before_removal(root, layer.stop)  # Ctrl-C: the mount goes before the folder
             _mount(case, layer)
-        _make_decoys(decoy, workspace_root)
-        world = World(root, workspace_root, state_dir, decoy, _origins(case, root), layer=layer)
+        _make_decoys(top, decoy, workspace_root)
+        world = World(root, workspace_root, state_dir, decoy, _origins(case, root), layer=layer, dirs=dirs)
+        _files.before_removal(root, functools.partial(sweep_marked, world.case_token, 0.0))
         try:
             yield world
         finally:
@@ -159,9 +201,13 @@ def open_world(case: ScenarioCase, power: PowerLoss | None = None) -> Iterator[W
             # Whatever ended the run (a verdict, a step that failed), nothing marked as the world's outlives it.
             sweep_marked(world.case_token, 0.0)
     finally:
+        for folder in dirs.values():
+            folder.close()  # before the layer stops: a descriptor inside a mount keeps it busy
         if layer is not None:
             layer.stop()
-        _files.remove(root)
+        left = _files.remove(root)
+        if world is not None:
+            world.left = left
 
 
 def _mount(case: ScenarioCase, layer: PowerLayer) -> None:
@@ -178,13 +224,23 @@ def _mount(case: ScenarioCase, layer: PowerLayer) -> None:
         ) from None
 
 
-def _make_decoys(decoy: Path, workspace_root: Path) -> None:
+def _make_decoys(top: _files.Folder, decoy: Path, workspace_root: Path) -> None:
     # Two decoys outside the root: one elsewhere, and a sibling whose name has the root's as a prefix,
     # which a boundary check by string prefix takes for the inside (CLEAN-3).
     for tree in (decoy, _sibling(workspace_root)):
-        for name, text in DECOY_FILES.items():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            (tree / name).write_text(text, encoding="utf-8")
+        with top.folder(tree.name) as folder:
+            for name, text in DECOY_FILES.items():
+                *parents, file = name.split("/")
+                _put_nested(folder, parents, file, text.encode("utf-8"))
+
+
+def _put_nested(folder: _files.Folder, parents: list[str], name: str, data: bytes) -> None:
+    """A file of the kit's at *parents*/*name* below *folder*, each parent made or opened without a link."""
+    if not parents:
+        folder.put(name, data)
+        return
+    with folder.folder(parents[0]) as child:
+        _put_nested(child, parents[1:], name, data)
 
 
 def _origins(case: ScenarioCase, root: Path) -> dict[str, Origin]:
@@ -211,14 +267,22 @@ def _torn_length(size: int, at: int | None) -> int:
 def damage_cache(world: World, task_id: str, how: str, at: int | None = None, sweep: bool = False) -> None:
     """Damage a task's cache as *how* names (CACHE-4); a sweep's tear at or past the cache's length is Unreached.
 
-    The kit writes only by replacing a name with a file of its own, so a link, a FIFO or a directory the
-    worker left there is never written through or blocked on; a ``tasks`` folder that is not a directory
-    of the state directory is left alone (CACHE-1 then judges what the worker made)."""
-    tasks = world.state_dir / "tasks"
-    if not tasks.exists() and not tasks.is_symlink():
-        tasks.mkdir()
-    if tasks.is_symlink() or not tasks.is_dir():
+    The kit writes only by replacing a name with a file of its own, inside ``tasks/`` opened without following
+    a link from the state directory it holds, so a link, a FIFO or a directory the worker left (a state
+    directory swapped for a link at the kill included) is never written through or blocked on; a ``tasks``
+    that is not a directory of the state directory is left alone (CACHE-1 then judges what the worker made)."""
+    try:
+        with world.state_folder() as state:
+            tasks = state.folder("tasks")
+    except _files.Refused:
         return
+    with tasks:
+        _damage(world, tasks, task_id, how, at, sweep)
+        if world.layer is not None:
+            tasks.sync()  # the kit's own damage is durable at once: a later power cut must not quietly repair it
+
+
+def _damage(world: World, tasks: _files.Folder, task_id: str, how: str, at: int | None, sweep: bool) -> None:
     status, current = evidence.read_cache(world.state_dir, task_id)
     cache: dict[str, Any] = (
         dict(current) if status == "ok" and isinstance(current, dict) else {"cache_version": 1, "task_id": task_id}
@@ -226,35 +290,29 @@ def damage_cache(world: World, task_id: str, how: str, at: int | None = None, sw
     # A forged later phase: a worker that believes it skips a submission or a push the journal still owes.
     ahead = dict(cache, phase="result_submitted", seq=int(cache.get("seq") or 0) + 100, idempotency_key="forged")
     name, temporary = f"{task_id}.json", f".{task_id}.json.tmp"
+    put = functools.partial(_put, tasks, durable=world.layer is not None)
     if how == "missing":
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-            (tasks / name).unlink()
+        tasks.unlink(name)  # a directory at the name stays
     elif how == "torn":
-        data = _current_bytes(world, tasks / name) or b'{"cache_version": 1, "phase": "claimed"}'
+        data = _current_bytes(world, world.state_dir / "tasks" / name) or b'{"cache_version": 1, "phase": "claimed"}'
         if sweep and at is not None and at >= len(data):
             raise Unreached  # a tear sweep has visited every length short of the whole cache
-        _put(tasks, name, data[: _torn_length(len(data), at)])
+        put(name, data[: _torn_length(len(data), at)])
     elif how == "garbage":
-        _put(tasks, name, b"\x00\xffnot json at all")
+        put(name, b"\x00\xffnot json at all")
     elif how == "wrong_shape":
         # JSON, but not the CACHE-1 shape: most columns missing, the phase ahead of the journal.
-        _put(tasks, name, canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
+        put(name, canonical_json({"cache_version": 1, "task_id": task_id, "phase": "result_submitted"}))
     elif how == "stale":
         cache.update(phase="claimed", seq=1, result_body=None, result_hash=None, idempotency_key=None)
-        _put(tasks, name, canonical_json(cache))
+        put(name, canonical_json(cache))
     elif how == "newer":
-        _put(tasks, name, canonical_json(ahead))
+        put(name, canonical_json(ahead))
     elif how == "stray_tmp":
-        _put(tasks, temporary, b'{"cache_version": 1, "phase": "result_submitted"')
+        put(temporary, b'{"cache_version": 1, "phase": "result_submitted"')
     elif how == "stray_tmp_newer":
         # A whole, well-formed temporary that was never renamed: a worker never reads it as a cache (CACHE-4).
-        _put(tasks, temporary, canonical_json(ahead))
-    if world.layer is not None:
-        # The kit's own damage is durable at once: a later power cut must not quietly repair it.
-        for entry in (tasks / name, tasks / temporary):
-            if entry.is_file() and not entry.is_symlink():
-                _files.sync_path(entry)
-        _files.sync_path(tasks)
+        put(temporary, canonical_json(ahead))
 
 
 def _current_bytes(world: World, path: Path) -> bytes | None:
@@ -265,35 +323,33 @@ def _current_bytes(world: World, path: Path) -> bytes | None:
         return None
 
 
-def _put(folder: Path, name: str, data: bytes) -> None:
+def _put(folder: _files.Folder, name: str, data: bytes, *, durable: bool) -> None:
     """Put a file of the kit's at *name*: written under a name the worker cannot guess, then renamed over it."""
-    staged = f".resumekit-{new_token()[:8]}"
-    if not _files.create_in(folder, staged, data):
-        return
-    try:
-        os.replace(folder / staged, folder / name)
-    except OSError:  # a directory at the name: the damage is not made, and the worker's own cache is judged
-        with contextlib.suppress(OSError):
-            (folder / staged).unlink()
+    with contextlib.suppress(_files.Refused):  # a directory at the name: the damage is not made, and the
+        folder.put(name, data, sync=durable)  # worker's own cache is judged
 
 
 def plant(world: World, spec: Mapping[str, Any]) -> None:
     """Put an entry in the workspace root as a worker that died would leave it, or a link out of the root."""
-    target = world.workspace_root / spec["name"]
+    root = world.folder(world.workspace_root)
+    name = spec["name"]
     if spec.get("link_to_decoy"):
-        os.symlink(world.decoy, target, target_is_directory=True)
+        root.link(name, world.decoy)
         return
     if spec.get("link_to_sibling"):
-        os.symlink(_sibling(world.workspace_root), target, target_is_directory=True)
+        root.link(name, _sibling(world.workspace_root))
         return
-    (target / "src").mkdir(parents=True, exist_ok=True)
-    (target / "src" / "left-over.txt").write_text("from a worker that died\n", encoding="utf-8")
-    if spec.get("link_inside_to_decoy"):
-        os.symlink(world.decoy, target / "escape", target_is_directory=True)
-    if spec.get("nested_links"):
-        _nested_links(world, target)
-    if spec.get("read_only"):
-        _read_only(target)
+    with root.folder(name) as target, target.folder("src") as src:
+        # The files and the directory holding them lose their write bits when read only (a root user
+        # deletes them anyway).
+        read_only = bool(spec.get("read_only"))
+        src.put("left-over.txt", b"from a worker that died\n", 0o444 if read_only else 0o666)
+        if spec.get("link_inside_to_decoy"):
+            target.link("escape", world.decoy)
+        if spec.get("nested_links"):
+            _nested_links(world, target)
+        if read_only:
+            src.chmod(0o555)
 
 
 def _sibling(workspace_root: Path) -> Path:
@@ -314,46 +370,48 @@ def decoy_entries(world: World) -> dict[str, str]:
     return entries
 
 
-def _read_only(target: Path) -> None:
-    # The files and the directory holding them lose their write bits (a root user deletes them anyway).
-    for path in (target / "src" / "left-over.txt", target / "src"):
-        os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+def _nested_links(world: World, target: _files.Folder) -> None:
+    with target.folder("a") as a, a.folder("b") as deep:
+        deep.link("escape", world.decoy)  # a link to a tree outside
+        deep.link("file-escape", world.decoy / "keep.txt")  # a link to a file outside
+        deep.link("loop", target.path)  # a link back up: a walk that follows never ends
+        a.link("hop", deep.path / "escape")  # a link to a link
 
 
-def _nested_links(world: World, target: Path) -> None:
-    deep = target / "a" / "b"
-    deep.mkdir(parents=True, exist_ok=True)
-    os.symlink(world.decoy, deep / "escape", target_is_directory=True)  # a link to a tree outside
-    os.symlink(world.decoy / "keep.txt", deep / "file-escape")  # a link to a file outside
-    os.symlink(target, deep / "loop", target_is_directory=True)  # a link back up: a walk that follows never ends
-    os.symlink(deep / "escape", target / "a" / "hop", target_is_directory=True)  # a link to a link
+def _workspaces(world: World) -> Iterator[_files.Folder]:
+    """Every ``task-*`` directory a worker left in the workspace root, opened without following a link (a
+    link or anything else at such a name is left alone)."""
+    root = world.folder(world.workspace_root)
+    for name in root.names():
+        if name.startswith("task-"):
+            workspace = root.child(name)
+            if workspace is not None:
+                with workspace:
+                    yield workspace
 
 
 def link_workspaces(world: World) -> None:
     """Put a link to the decoy inside every workspace a killed worker left (CLEAN-4, CLEAN-5)."""
-    for name in evidence.listing(world.workspace_root):
-        path = world.workspace_root / name
-        if name.startswith("task-") and path.is_dir() and not path.is_symlink():
-            _files.create_in(path, f"escape-{new_token()[:8]}", link_to=world.decoy)
+    for workspace in _workspaces(world):
+        with contextlib.suppress(_files.Refused):
+            workspace.link(f"escape-{new_token()[:8]}", world.decoy)
 
 
 def swap_for_link(world: World, name: str) -> None:
     """While the worker waits at cleanup_before_remove, swap the checked directory for a link (CLEAN-4)."""
-    target = world.workspace_root / name
-    moved = world.root / "moved-out"
-    moved.mkdir(exist_ok=True)
-    os.replace(target, moved / name)
-    os.symlink(world.decoy, target, target_is_directory=True)
+    root = world.folder(world.workspace_root)
+    root.move(name, world.kit_folder("moved-out"), name)
+    root.link(name, world.decoy)
     world.swapped.add(name)
 
 
 def tamper(world: World) -> None:
     """Write a file of the kit's into every workspace a worker left: it must never reach a result.
 
-    The name carries a token the worker cannot guess, and the file is created without following
-    anything, so that what a worker put in its workspace is never written through (a link out of it, a
-    FIFO, a directory)."""
-    for name in evidence.listing(world.workspace_root):
-        path = world.workspace_root / name
-        if name.startswith("task-") and path.is_dir() and not path.is_symlink():
-            _files.create_in(path, f"tampered-by-the-kit-{new_token()[:8]}.txt", b"must never reach a result\n")
+    The name carries a token the worker cannot guess, and the file is created exclusively in the workspace
+    opened without following a link from the workspace root the kit holds, so that what a worker put in or
+    around its workspace is never written through (a link out of it, a FIFO, a directory, a workspace root
+    swapped for a link)."""
+    for workspace in _workspaces(world):
+        with contextlib.suppress(_files.Refused):
+            workspace.create(f"tampered-by-the-kit-{new_token()[:8]}.txt", b"must never reach a result\n")

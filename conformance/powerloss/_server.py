@@ -42,6 +42,7 @@ _STAT_KEYS = (
     "st_atime_ns", "st_ctime_ns", "st_gid", "st_mode", "st_mtime_ns", "st_nlink", "st_size", "st_uid",
     "st_ino", "st_blocks", "st_blksize",
 )  # fmt: skip
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW  # a folder opened only if it is one, never a link's target
 
 
 class Layer(mfusepy.Operations):  # type: ignore[misc]
@@ -262,10 +263,10 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
     # -- the cut -----------------------------------------------------------------------------------
 
     def export(self, target: str) -> None:
-        """Write the durable tree, as a cut would leave it, into *target* (which must not exist)."""
+        """Write the durable tree, as a cut would leave it, into *target*, made here (nothing may be there)."""
         with self._mutex:
             cut = self.durable.cut("lose", 0)
-        _materialize(cut, target)
+        _materialize(cut, target, fresh=True)
 
     def restore(self, mode: str, seed: int) -> str:
         """Replace BACKING by what a cut in *mode* leaves; return what was kept."""
@@ -284,19 +285,47 @@ class Layer(mfusepy.Operations):  # type: ignore[misc]
             return cut.kept
 
 
-def _materialize(cut: Cut, root: str) -> None:
-    os.makedirs(root, exist_ok=True)
-    for parts, kind, content in cut.walk():
-        full = os.path.join(root, *parts)
-        if kind == "dir":
-            os.mkdir(full)
-        elif kind == "link":
-            assert isinstance(content, str)
-            os.symlink(content, full)
-        else:
-            assert isinstance(content, bytes)
-            with open(full, "wb") as handle:
-                handle.write(content)
+def _materialize(cut: Cut, root: str, *, fresh: bool = False) -> None:
+    """Write the tree a cut leaves into *root* (made here when *fresh*, and then it must not exist yet).
+
+    The implementation can reach *root* (an export lands in the kit's scratch, the backing is there too), so
+    every entry is made new relative to a descriptor of its folder, each opened without following a link:
+    nothing is written through a link it put in the way."""
+    if fresh:
+        os.mkdir(root)
+    else:
+        os.makedirs(root, exist_ok=True)
+    top = os.open(root, _FOLDER)
+    try:
+        for parts, kind, content in cut.walk():
+            parent = _folder_at(top, parts[:-1])
+            try:
+                if kind == "dir":
+                    os.mkdir(parts[-1], dir_fd=parent)
+                elif kind == "link":
+                    assert isinstance(content, str)
+                    os.symlink(content, parts[-1], dir_fd=parent)
+                else:
+                    assert isinstance(content, bytes)
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                    with open(os.open(parts[-1], flags, 0o666, dir_fd=parent), "wb") as handle:
+                        handle.write(content)
+            finally:
+                if parent != top:
+                    os.close(parent)
+    finally:
+        os.close(top)
+
+
+def _folder_at(top: int, parts: tuple[str, ...]) -> int:
+    """A new descriptor of the folder *parts* below *top* (or *top* itself), never through a link."""
+    fd = top
+    for name in parts:
+        child = os.open(name, _FOLDER, dir_fd=fd)
+        if fd != top:
+            os.close(fd)
+        fd = child
+    return fd
 
 
 class _Control:

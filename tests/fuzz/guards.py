@@ -7,7 +7,8 @@
   inherit; a tagged process alive after its try ended is an orphan (read from ``/proc``, so Linux only;
   elsewhere the count is "not checked").
 - **Scratch folders**: each try gets its own temporary folder (``TMPDIR``); what is left in it after the
-  try is counted.
+  try is counted. The folder has the system's /tmp mode (1777: everyone's, sticky); a mode or sticky bit
+  changed by the try is a change outside the scratch, counted as an outside write.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import hashlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 TAG = "RESUMEKIT_FUZZ_TAG"
+TMPDIR_MODE = 0o1777  # /tmp's: everyone's, sticky
 
 
 def tree_digest(root: Path) -> str:
@@ -45,6 +48,10 @@ def make_decoy_tree(root: Path) -> Path:
     (root / "notes.txt").write_text("keep me\n", encoding="utf-8")
     (root / "sessions" / "s" / "runs" / "r").mkdir(parents=True, exist_ok=True)
     (root / "sessions" / "s" / "runs" / "r" / "runtime-events.jsonl").write_bytes(b"")
+    # A folder named as a workspace: a kit that follows a workspace root swapped for a link to this tree
+    # takes it for a workspace a worker left, and writes into it.
+    (root / "task-decoy").mkdir(exist_ok=True)
+    (root / "task-decoy" / "keep.txt").write_text("keep me too\n", encoding="utf-8")
     return root
 
 
@@ -105,6 +112,19 @@ def reap_orphans(tag: str, grace: float = 2.0) -> list[int]:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     return left
+
+
+def tmpdir_changed(folder: Path) -> str | None:
+    """How a try changed the mode of its TMPDIR (made with ``TMPDIR_MODE``), or None; the mode is then reset."""
+    try:
+        mode = stat.S_IMODE(folder.lstat().st_mode)
+    except OSError as error:
+        return f"TMPDIR {str(folder)!r} cannot be looked at: {error}"
+    if mode == TMPDIR_MODE:
+        return None
+    os.chmod(folder, TMPDIR_MODE)
+    sticky = "kept" if mode & stat.S_ISVTX else "dropped"
+    return f"TMPDIR's mode changed: {TMPDIR_MODE:o} -> {mode:o} (sticky bit {sticky})"
 
 
 def scratch_left(folder: Path) -> list[str]:

@@ -36,6 +36,7 @@ CAPTURE = "p1-capture-completes"
 COMMIT = "p1-commit-completes"
 ADAPTER_MODULE = "tests.fuzz.p1_workers"  # the adapter runs this module: its tree is not the kit's (kit_memory)
 CACHE = ("CACHE-1", "CACHE-3", "CACHE-4")  # EVID-3 names CACHE-1; a cache found wrong by idle breaks CACHE-4 too
+WRITES = "{decoy_file}:{probe}"  # the argument of the attacks on the kit's writes
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,14 @@ ATTACKS = [
     Attack("cache-lone-surrogates", CAPTURE, clauses=CACHE),
     Attack("journal-log-lone-surrogates", CAPTURE, clauses=("JNL-5", "JNL-6")),
     Attack("huge-wait-answer", CAPTURE, refused="more than the 1000000 a message may hold"),
+    # The kit's own writes (tests/fuzz/p1_workers/writes.py): nothing through a link, TMPDIR's mode kept.
+    Attack("keeps-writing-in-the-scratch", CAPTURE, clauses=("WRK-5",), argument=WRITES, proof="daemons"),
+    Attack("workspace-root-swapped-at-the-kill", "p1-replay-ignores-a-tampered-old-workspace", expect="pass",
+           argument=WRITES, proof="SwapsItsWorkspaceRootAtTheKill"),
+    Attack("state-swapped-at-the-kill", "p1-cache-garbage-changes-nothing", expect="pass", argument=WRITES,
+           proof="SwapsItsStateDirectoryAtTheKill"),
+    Attack("link-at-the-next-journal-log", "p1-cache-garbage-changes-nothing", expect="pass", argument=WRITES,
+           proof="journal-log"),
 ]
 
 

@@ -42,6 +42,9 @@ class Context:
 
     def env(self, scratch: Path) -> dict[str, str]:
         scratch.mkdir(parents=True, exist_ok=True)
+        # The try's TMPDIR has the system's /tmp mode (everyone's, sticky), so that a kit that changes the mode
+        # of the folder its scratch folders are made in is seen doing it (``tmpdir_changed``).
+        os.chmod(scratch, guards.TMPDIR_MODE)
         return {
             **os.environ,
             guards.TAG: self.tag,
@@ -316,6 +319,10 @@ def _guards_after(context: Context, tally: Tally, scratch: Path, what: str) -> N
     if context.outside_writes():
         tally.outside_writes += 1
         tally.findings.append({"category": "outside write", "what": what})
+    changed = guards.tmpdir_changed(scratch)
+    if changed:
+        tally.outside_writes += 1
+        tally.findings.append({"category": "outside write", "what": what, "reason": changed})
     if not context.decoy.check():
         tally.unrelated_kills += 1
         tally.findings.append({"category": "unrelated kill", "what": what})

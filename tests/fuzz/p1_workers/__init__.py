@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, memory, places, text, traffic
+from tests.fuzz.p1_workers import _base, files, memory, places, text, traffic, writes
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -53,6 +53,10 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-lone-surrogates": text.CacheWithLoneSurrogates,
     "journal-log-lone-surrogates": text.JournalLogWithLoneSurrogates,
     "huge-wait-answer": text.HugeWaitAnswer,
+    "keeps-writing-in-the-scratch": writes.KeepsWritingInTheScratch,
+    "workspace-root-swapped-at-the-kill": writes.SwapsItsWorkspaceRootAtTheKill,
+    "state-swapped-at-the-kill": writes.SwapsItsStateDirectoryAtTheKill,
+    "link-at-the-next-journal-log": writes.LinksTheNextJournalLog,
 }
 
 

@@ -20,7 +20,7 @@ from resumekit.conformance.p1 import _tool
 from resumekit.conformance.p1 import cp_core as core
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.evidence_checks import Evidence, judge, kit_path_checks
-from resumekit.conformance.p1.scenario import _kit_calls
+from resumekit.conformance.p1.views import kit_calls as _kit_calls
 
 KIT_PATHS = ("_kit/origin/check", "_kit/origin/updated", "_kit/tool/started")
 # Bodies with exactly the members each kit endpoint takes: a forged call is refused for its path, not its body.

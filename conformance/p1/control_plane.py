@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
+from resumekit.conformance.history import History
 from resumekit.conformance.p1 import cp_core as core
 from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.origin import GitError, Origin, OriginUnreadable
@@ -35,6 +36,7 @@ MAX_BODY = 1 << 20
 _DRAIN_S = 0.5  # how long, at most, a refused request's unread body is read before the connection closes
 _DRAIN_READS = 16  # and in at most this many reads: a body the kit refused is not read to its end
 SHUTDOWN_POLL_S = 0.02  # how soon close() is noticed by the serving loop
+ACTOR = "control-plane"  # the actor of the control plane's log entries in a case's history
 _UNREADABLE_KEPT = 4  # failed reads of an origin kept: the first already fails the scenario
 
 
@@ -188,6 +190,7 @@ class ControlPlane:
         retry_after_ms: int = 20,
         observer: Observer | None = None,
         log_opener: Callable[[], IO[bytes]] | None = None,
+        history: History | None = None,
     ) -> None:
         # The core validates tasks and submissions through the schemas, which this shell reads from disk.
         self._state = core.State(
@@ -208,6 +211,7 @@ class ControlPlane:
         # through a link a worker put at its name; by default, by its path.
         self._log_opener = log_opener or self._open_by_path
         self._log_file: IO[bytes] | None = None
+        self._history = history  # the case's, into which every log entry is recorded as it is made
         self._closed = False
         self._entries: list[dict[str, Any]] = []
         self._origins: dict[str, Origin] = {}
@@ -487,6 +491,8 @@ class ControlPlane:
                 entry = {"seq": len(self._entries) + 1, **entry}
                 self._entries.append(entry)
                 lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+                if self._history is not None:
+                    self._history.record(ACTOR, str(entry["kind"]), **{k: v for k, v in entry.items() if k != "kind"})
             self._grown.notify_all()
         with self._lock:
             if self._log_file is None:

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from resumekit.conformance.p1 import evidence
+from resumekit.conformance.p1 import evidence, views
 from resumekit.conformance.p1.evidence_data import JournalSettings
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ def names(worker: Worker) -> list[str]:
 def writers(worker: Worker) -> list[str]:
     """The processes during whose life the journal grew: from their start to the next one's (or the end)."""
     started = names(worker)
-    counts = [worker.world.rows_at_start.get(name, 0) for name in started]
+    at_start = views.rows_at_start(worker.world.history.events())
+    counts = [at_start.get(name, 0) for name in started]
     final = len(worker.read_journal())
     return [name for name, here, after in zip(started, counts, [*counts[1:], final], strict=True) if after > here]
 

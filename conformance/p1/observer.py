@@ -7,6 +7,7 @@ instant would leave it, so a request is judged against what was durable when it 
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -32,14 +33,18 @@ class Observer:
         if state_dir != self.world.state_dir:
             # A second worker's journal: never on the power-loss layer.
             try:
-                return self.world.observe_journal(lambda: evidence.read_journal(state_dir), second=True)
+                read = functools.partial(evidence.read_journal, state_dir)
+                return self.world.observe_journal(read, second=True, why="moment", worker=worker)
             except evidence.JournalUnreadable:
                 return []
         try:
             if self.world.layer is not None:
                 with self.lock:
-                    return self.world.durable_journal()
-            return self.world.observe_journal(lambda: evidence.read_journal(self.world.state_dir))
+                    rows = self.world.durable_journal()
+                self.world.record_rows(rows, why="durable", worker=worker)
+                return rows
+            read = functools.partial(evidence.read_journal, self.world.state_dir)
+            return self.world.observe_journal(read, why="moment", worker=worker)
         except (evidence.JournalUnreadable, LayerError):
             return []
 
@@ -132,5 +137,6 @@ class Observer:
         self.world.kill_armed.discard(name)
         if self.world.kill_current is not None:
             self.world.kill_current()
+        self.world.record(worker, "killed", signal="SIGKILL", at=name, by="a kit-side kill point")
         self.world.killed_at.append(name)
         self.world.kill_event.set()

@@ -26,7 +26,7 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, log_views, verbs
+from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, verbs, views
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
@@ -36,7 +36,7 @@ from resumekit.conformance.p1.evidence_data import capped
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError, OriginUnreadable
 from resumekit.conformance.p1.origin_checks import unreadable
-from resumekit.conformance.p1.worker import Factory, Worker, served_requests
+from resumekit.conformance.p1.worker import Factory, Worker
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
@@ -101,7 +101,8 @@ def run_steps(
             observer = Observer(world, profile)
             log = functools.partial(world.folder(world.root).append, CONTROL_PLANE_LOG)
             control = ControlPlane(
-                log_path=world.root / CONTROL_PLANE_LOG, ttl_ms=case.ttl_ms, observer=observer, log_opener=log
+                log_path=world.root / CONTROL_PLANE_LOG, ttl_ms=case.ttl_ms, observer=observer, log_opener=log,
+                history=world.history,
             )
             worker = Worker(case, factory, world, control)
             second = _second_worker(case, factory, world, control, steps)
@@ -168,12 +169,13 @@ def _drive(
     for fault in case.faults:
         verbs.script_fault(drive, fault)
     drive.changed()
-    decoy_before = decoy_entries(world)
+    world.record("kit", "decoys", when="before", entries=decoy_entries(world))
     gathered: evidence_checks.Evidence | None = None
     try:
         for index, step in enumerate(steps):
             _take(drive, index, step)
-        gathered = _gather(drive, profile, decoy_before)
+        _read_at_end(drive)
+        gathered = views.evidence(world.history.events(), profile)
     except OriginUnreadable as error:  # the worker changed its origin: no evidence of it can be trusted
         world.moment_problems.append(_unreadable(world, error))
     # Every process the case started ends before the verdict; one that outlived its worker fails WRK-5.
@@ -209,52 +211,64 @@ def _take(drive: verbs.Drive, index: int, step: Mapping[str, Any]) -> None:
     handler = table.get(verb)
     if handler is None:  # the schema allows no other verb
         raise Abort(drive.worker.fail(f"step {index} has the unknown verb {verb!r}", outcome=Outcome.ERRORED))
+    drive.world.record("kit", "step", index=index, verb=verb, argument=argument, worker=worker.label)
     handler(drive, worker, argument)
 
 
-def _gather(drive: verbs.Drive, profile: str, decoy_before: Mapping[str, str]) -> evidence_checks.Evidence:
-    """What the steps left, read by the kit itself: the journals, the caches, the control plane, the origins."""
+def _read_at_end(drive: verbs.Drive) -> None:
+    """Once the last step is done, read what the steps left and record it: the journals, the caches, the
+    control plane's tasks and leases, the origins, the result the kit computes for each task, the decoys."""
     world, control, worker, second = drive.world, drive.control, drive.worker, drive.second
     if world.tool_flag is not None:
         # A worker ran with the tool: it must have run it, in a workspace, or the scenario proved nothing.
         announced = [e for e in control.log() if e.get("kind") == "tool_started"]
         world.moment_problems.extend(evidence_checks.tool_problems(announced, str(world.workspace_root.resolve())))
     worker.read_settings()
-    rows = worker.observe_journal()
-    second_rows: list[evidence.Row] = []
+    rows = worker.observe_journal(why="final")
     if second is not None:
         second.read_settings()
-        second_rows = second.observe_journal()
-    facts = _control_evidence(control, world)
-    decoy_after = decoy_entries(world)
-    return evidence_checks.Evidence(
-        rows=rows,
-        snapshots=tuple(world.snapshots),
-        **facts,
-        # every ref of every origin, read once after the last step (CP-17, COMMIT-3), and the pushes placed
-        **evidence.origin_evidence(world.origins, control.log(), facts["tasks"]),
+        second.observe_journal(why="final")
+    settings = journal_settings.of_scenario(worker, second)
+    world.record("kit", "journal-settings", settings=None if settings is None else dataclasses.asdict(settings))
+    tasks = {task["task_id"]: dict(control.task(task["task_id"])) for task in world.tasks.values()}
+    world.record(
+        "kit", "at-end",
+        tasks=tasks,
+        leases=_leases(control, world),
+        commits=_commits(world),
         expected=_expected(control, world),
-        caches={task_id: evidence.read_cache(world.state_dir, task_id) for task_id in {r["task_id"] for r in rows}},
-        idle=drive.last_wait == "idle",
-        settings=journal_settings.of_scenario(worker, second),
-        decoy_changed=decoy_after != decoy_before,
-        decoy_changes=evidence_checks.decoy_changes(decoy_before, decoy_after),
-        strict=profile == "strict",
-        deliveries=_faulty_deliveries(control.log()),
-        revivals=log_views.revived_after_loss(control.log()),
-        stopped=log_views.effects_after_stops(control.log(), drive.stops),
-        reports=[
-            {name: e.get(name) for name in ("task_id", "attempt", "state", "reason")}
-            for e in control.log()
-            if e.get("kind") == "report"
-        ],
-        kit_calls=_kit_calls(control.log()),
-        second_rows=second_rows,
-        second_snapshots=tuple(world.second_snapshots),
-        clock_moves=tuple(drive.clock_moves),
-        lease_log=log_views.lease_log(control.log()),
-        cache_damages=tuple(drive.damages),
+        caches=_caches(world, rows),
+        last_wait=drive.last_wait,
+        retry_after_ms=control.retry_after_ms(),
     )
+    # every ref of every origin, read once after the last step (CP-17, COMMIT-3), and the pushes placed
+    origins = evidence.origin_evidence(world.origins, control.log(), tasks)
+    fast = [[*key, known] for key, known in origins.pop("fast_forward").items()]
+    world.record("kit", "origins-at-end", **origins, fast_forward=fast)
+    world.record("kit", "decoys", when="after", entries=decoy_entries(world))
+
+
+def _caches(world: World, rows: Sequence[evidence.Row]) -> dict[str, list[Any]]:
+    """The cache of every task of the journal: [status, what it holds] (``evidence.read_cache``)."""
+    return {task_id: list(evidence.read_cache(world.state_dir, task_id)) for task_id in {r["task_id"] for r in rows}}
+
+
+def _leases(control: ControlPlane, world: World) -> list[Mapping[str, Any]]:
+    leases: list[Mapping[str, Any]] = []
+    branches = {(task["repository"], task["target_branch"]) for task in world.tasks.values()}
+    for repository, branch in sorted(branches):
+        leases += control.leases(repository, branch)
+    return leases
+
+
+def _commits(world: World) -> dict[str, list[str]]:
+    """Each commit task's branch: the commits it gained above the task's expected_branch_oid."""
+    commits: dict[str, list[str]] = {}
+    for task in world.tasks.values():
+        if task["kind"] == "commit":
+            origin = world.origins[task["repository"]]
+            commits[task["task_id"]] = origin.commits_since(task["expected_branch_oid"], task["target_branch"])
+    return commits
 
 
 def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence | None) -> CaseResult:
@@ -293,48 +307,6 @@ def _second_worker(
     return Worker(case, factory, world, control, label="b", home=home)
 
 
-def _faulty_deliveries(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each attempt the control plane served against CP-5 or CP-7 (ReplayAttempt, ConflictingIdentity),
-    with the governed side effects that followed it from the worker it was served to, up to that worker's
-    next claim: one attempt at a time (WRK-2), so every one of them was made for the attempt served."""
-    found = []
-    for index, entry in enumerate(log):
-        if entry.get("kind") not in ("replayed_delivery", "conflicting_delivery"):
-            continue
-        worker, number = entry.get("worker"), entry.get("request")
-        governed: list[dict[str, Any]] = []
-        for later in log[index + 1 :]:
-            if later.get("request") == number:
-                continue  # the claim that carried the delivery
-            if later.get("kind") == "request" and later.get("worker") == worker:
-                if later.get("endpoint") == "claim":
-                    break
-                if later.get("endpoint") in ("result", "receipt"):
-                    governed.append({"endpoint": later["endpoint"], "path": later.get("path"),
-                                     "status": later.get("status")})
-            elif later.get("kind") == "push" and later.get("task_id") == entry.get("task_id"):
-                governed.append({"endpoint": "push", "ref": later.get("ref"), "accepted": later.get("accepted")})
-        found.append({
-            "kind": entry["kind"],
-            "task_id": entry.get("task_id"),
-            "attempt": entry.get("attempt"),
-            "worker": worker,
-            "task": entry.get("task"),
-            "governed": governed,
-        })
-    return found
-
-
-def _kit_calls(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each request the control plane refused for a kit path without the kit's secret (CP-22): the kit's own
-    callers always carry it, so each is a worker's; as logged, with any secret already shown as <secret>."""
-    return [
-        {"worker": e.get("worker"), "method": e.get("method"), "path": e.get("path")}
-        for e in log
-        if e.get("kind") == "kit_path_refused"
-    ]
-
-
 def _expected(control: ControlPlane, world: World) -> dict[str, dict[str, Any]]:
     """The result body the kit computes for each task's current attempt, from the task and its origin."""
     expected = {}
@@ -344,57 +316,3 @@ def _expected(control: ControlPlane, world: World) -> dict[str, dict[str, Any]]:
     return expected
 
 
-def _told_to_wait(entry: Mapping[str, Any], served: set[Any]) -> bool:
-    """Whether a claim's answer reached the worker without a task, so that WRK-3's wait applies after it."""
-    return entry.get("request") not in served and entry.get("answer", "answer") != "drop"
-
-
-def _control_evidence(control: ControlPlane, world: World) -> dict[str, Any]:
-    """The control plane's and the origins' side of the evidence, as plain data."""
-    log = control.log()
-    answered = {entry["request"]: entry for entry in log if entry.get("kind") == "request"}
-    served = served_requests(log)
-    conflicts = log_views.conflict_answers(log)  # what each 409 to a submission carried (SUB-5)
-    submissions = []
-    for entry in log:
-        if entry.get("kind") == "moment" and entry.get("check") == "submission":
-            request = answered.get(entry.get("request"))
-            submissions.append(
-                {
-                    "task_id": entry["task_id"],
-                    "attempt": entry["attempt"],
-                    "key": entry["key"],
-                    "result_hash": entry["result_hash"],
-                    "status": request["status"] if request and isinstance(request.get("status"), int) else 0,
-                    "answer": conflicts.get(entry.get("request")),
-                }
-            )
-    tasks = {task["task_id"]: dict(control.task(task["task_id"])) for task in world.tasks.values()}
-    for entry in log:
-        # A result the kit's own fault stored (a scripted 409) is not the worker's to answer for.
-        if entry.get("kind") == "result_stored" and entry.get("cause") == "scripted" and entry["task_id"] in tasks:
-            tasks[entry["task_id"]]["scripted_result"] = True
-    leases: list[Mapping[str, Any]] = []
-    branches = {(task["repository"], task["target_branch"]) for task in world.tasks.values()}
-    for repository, branch in sorted(branches):
-        leases += control.leases(repository, branch)
-    pushes = [entry for entry in log if entry.get("kind") == "push"]
-    claims = [
-        # Only an answer the worker got asks it to wait: a dropped one is a transport failure to it.
-        {"worker": e.get("worker"), "arrived_ms": e.get("arrived_ms"), "empty": _told_to_wait(e, served)}
-        for e in log
-        if e.get("kind") == "request" and e.get("endpoint") == "claim" and e.get("status") == 200
-    ]
-    commits: dict[str, list[str]] = {}
-    for task in world.tasks.values():
-        if task["kind"] == "commit":
-            origin = world.origins[task["repository"]]
-            commits[task["task_id"]] = origin.commits_since(task["expected_branch_oid"], task["target_branch"])
-    facts = {"submissions": submissions, "tasks": tasks, "leases": leases, "pushes": pushes, "commits": commits}
-    requests = [
-        {"worker": e.get("worker"), "endpoint": e.get("endpoint"), "path": e.get("path")}
-        for e in log
-        if e.get("kind") == "request"
-    ]
-    pacing = {"claims": claims, "retry_after_ms": control.retry_after_ms()}
-    return {**facts, **pacing, "requests": requests, "open_at_start": dict(world.open_at_start)}

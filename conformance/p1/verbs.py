@@ -8,7 +8,7 @@ a ``second_worker`` step takes one of the worker verbs there with the scenario's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from resumekit.conformance.p1 import evidence, watch, world
@@ -35,12 +35,6 @@ class Drive:
     deadline: float  # time.monotonic() by which the run must be over
     last_wait: str = ""  # the state the first worker was last waited for
     summary: str | None = None  # what the WRK-5 watch saw, for the report
-    # each clock move a step made: its log entry's seq and the journal's length around it (LEASE-3)
-    clock_moves: list[dict[str, Any]] = field(default_factory=list)
-    # each cache damaged: the task, how, and its attempt the journal then held open (CACHE-4)
-    damages: list[dict[str, Any]] = field(default_factory=list)
-    # each orderly stop of a blocked or idle first worker: its process and the log's length around it (RESUME-5)
-    stops: list[dict[str, Any]] = field(default_factory=list)
 
     def changed(self) -> None:
         """The kit changed the world: from now on a worker is idle only after a claim that saw it (OUT-2)."""
@@ -80,7 +74,8 @@ def stop(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
     name, before = worker.name, len(drive.control.log())
     worker.stop()
     if worker.primary and drive.last_wait in ("blocked", "idle"):
-        drive.stops.append({"worker": name, "from": before, "to": len(drive.control.log())})
+        # RESUME-5: the control plane's log between the stop and the exit shows what the worker did after it
+        drive.world.record("kit", "stopped-in-order", worker=name, logFrom=before, logTo=len(drive.control.log()))
 
 
 def continue_(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
@@ -97,7 +92,9 @@ def clock(drive: Drive, worker: Worker, argument: int) -> None:
     before = len(drive.worker.read_journal())
     drive.control.move_clock(int(argument))
     seq = next(entry["seq"] for entry in reversed(drive.control.log()) if entry.get("kind") == "clock")
-    drive.clock_moves.append({"seq": seq, "rows_before": before, "rows_after": len(drive.worker.read_journal())})
+    # LEASE-3: the rows the first worker's journal held just before and just after the move
+    after = len(drive.worker.read_journal())
+    drive.world.record("kit", "clock-moved", deltaMs=int(argument), seq=seq, rowsBefore=before, rowsAfter=after)
     drive.changed()
 
 
@@ -156,7 +153,8 @@ def damage_cache(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> N
     rows = [row for row in drive.worker.read_journal() if row["task_id"] == task_id]
     held = rows[-1] if rows and rows[-1]["phase"] not in evidence.TERMINAL else None
     world.damage_cache(drive.world, task_id, argument["how"], argument.get("at"), bool(argument.get("sweep")))
-    drive.damages.append({"task_id": task_id, "how": argument["how"], "open": held})
+    # CACHE-4: the attempt of the task the journal then held open, by its last row
+    drive.world.record("kit", "cache-damaged", task_id=task_id, how=argument["how"], at=argument.get("at"), open=held)
 
 
 def plant(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
@@ -188,6 +186,7 @@ def issue_task(drive: Drive, name: str) -> None:
     """Issue the scenario's task *name* on the control plane, as the world records it."""
     drive.world.tasks[name] = world.task_from(drive.case.tasks[name], drive.world.origins, drive.case.repositories)
     drive.control.issue(drive.world.tasks[name])
+    drive.world.record("kit", "issued", name=name, task=drive.world.tasks[name])
 
 
 def script_fault(drive: Drive, spec: Mapping[str, Any]) -> None:

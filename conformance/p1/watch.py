@@ -74,7 +74,9 @@ def watch_root(worker: Worker, world: World, ms: int) -> str:
     world.watch = None
     world.moment_problems.extend(evidence_checks.watch_problems(watch.changes))
     announced = [e for e in worker.control.log() if e.get("kind") == "tool_started"]
-    writes = ", ".join(f"{role} {count}" for role, count in sorted(world.tool_writes.items())) or "none found"
+    found = [e.get("writes", {}) for e in world.history.events() if e.actor == "tool" and e.kind == "writes"]
+    writes = ", ".join(f"{role} {count}" for role, count in sorted(found[-1].items())) if found else ""
+    writes = writes or "none found"
     first = announced[0] if announced else {}
     return (
         f"the kit's tool (pid {first.get('pid')}, grandchild pid {first.get('grandchild')}) announced itself after "

@@ -25,6 +25,7 @@ from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.p1 import _tool, evidence, evidence_checks
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.views import served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, Unreached, World
 from resumekit.conformance.powerloss import LayerError, PowerLayer
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
@@ -128,10 +129,9 @@ class Worker:
         self.count += 1
         self.name = f"{self.label}{self.count}"
         self.world.homes[self.name] = (self.workspace_root, self.state_dir)
-        self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
+        listing = self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
         rows = self.read_journal()
-        self.world.open_at_start[self.name] = evidence_checks.open_attempts(rows)  # RESUME-1
-        self.world.rows_at_start[self.name] = len(rows)
+        self.world.record_rows(rows, second=not self.primary, why="start", worker=self.name)
         self.marker = self.world.root / f"exit-{self.name}.marker"
         self.blocked = False
         fields: dict[str, Any] = {
@@ -165,6 +165,12 @@ class Worker:
         self.exited = False
         pid = self.ask("p1.worker.start", **fields).get("pid")
         self._adopt(pid, "p1.worker.start")
+        self.world.record(
+            self.name, "started", pid=pid, failpoint=fields.get("failpoint"), diskFault=self.disk_fault,
+            tool=self.tool, listing=listing, rowsAtStart=len(rows),
+            # RESUME-1: the attempts its journal held open, each by its last row
+            openAtStart=[dict(row) for row in evidence_checks.open_attempts(rows)],
+        )
         if self.primary:
             self.world.kill_current = self._kill_now
 
@@ -258,10 +264,13 @@ class Worker:
             if wanted == "settled" and state in ("exited", "idle"):
                 wanted = str(state)
             if state == wanted and fresh:
+                self.world.record(self.name, "state", wanted=wanted, answer=answer)
                 if wanted == "blocked":
                     self._confirm_block(answer)
                 if wanted == "exited":
                     self.exited = True
+                    marker = self.marker is not None and self.marker.exists()
+                    self.world.record(self.name, "exited", exitCode=answer.get("exitCode"), marker=marker)
                     if not settling:
                         self._judge_exit(answer)
                 return answer
@@ -362,10 +371,12 @@ class Worker:
             answer = self.ask("p1.worker.wait", timeoutMs=WAIT_SLICE_MS)
             state = answer.get("state")
             if state == "blocked":
+                self.world.record(self.name, "state", wanted="blocked or idle", answer=answer)
                 self._confirm_block(answer)
                 return "blocked"
             log = self.control.log()
             if state == "idle" and _empty_claim_since(log, self.world.changed_at, self.name):
+                self.world.record(self.name, "state", wanted="blocked or idle", answer=answer)
                 return "idle"
             if state not in ("idle", "running"):
                 raise Abort(
@@ -408,6 +419,10 @@ class Worker:
         temporaries = [evidence.read_cache_file(self.state_dir, tasks_dir / name) for name in names]
         cache = evidence.read_cache(self.state_dir, task_rows[-1]["task_id"]) if task_rows else ("absent", None)
         found = evidence_checks.failpoint_state(str(name), task_rows, temporaries, cache, attempts)
+        self.world.record(
+            self.name, "blocked", failpoint=name, armed=self.armed, rows=[dict(row) for row in task_rows],
+            cache=list(cache), temporaries=[list(t) for t in temporaries],
+        )
         if found is not None:
             problem, clause = found
             raise Abort(
@@ -429,8 +444,10 @@ class Worker:
             raise Abort(self.fail(f"the kit will not kill pid {self.pid}: {error}")) from None
         except OSError as error:
             raise Abort(self.fail(f"cannot kill the worker's pid {self.pid}: {error}")) from None
+        self.world.record(self.name, "killed", pid=self.pid, signal="SIGKILL", at=self.armed or "kill")
         self._reap()
         assert self.marker is not None
+        self.world.record(self.name, "reaped", marker=self.marker.exists())
         if self.marker.exists():
             raise Abort(
                 self.fail(
@@ -442,13 +459,15 @@ class Worker:
 
     def _after_tool_kill(self) -> None:
         """The tool's writes just after the kill (for the report), and the watch armed for the next worker."""
+        writes: dict[str, int] = {}
         for entry in self.control.log():
             if entry.get("kind") == "tool_started" and isinstance(entry.get("cwd"), str):
                 for role, name in _tool.FILES.items():
                     text = _read_text(self.world.workspace_root, Path(entry["cwd"]) / name)
                     words = text.split()
                     if len(words) >= 5 and words[-1].isdigit():
-                        self.world.tool_writes[role] = int(words[-1])
+                        writes[role] = int(words[-1])
+        self.world.record("tool", "writes", after="the kill", writes=writes)
         self.world.watch_next = True
 
     def _reap(self) -> None:
@@ -514,9 +533,10 @@ class Worker:
         """Stop the worker in order (p1.worker.stop): it exits 0 through its exit path (RESUME-5)."""
         answer = self.ask("p1.worker.stop")
         code = answer.get("exitCode")
+        assert self.marker is not None
+        self.world.record(self.name, "stopped", exitCode=code, marker=self.marker.exists())
         if code != 0:
             raise Abort(self.fail("an orderly stop did not exit 0", Mismatch("/stop/exitCode", 0, code, "RESUME-5")))
-        assert self.marker is not None
         if not self.marker.exists():
             raise Abort(
                 self.fail(
@@ -539,6 +559,7 @@ class Worker:
             connections = self.ask("p1.journal.settings").get("connections")
             listed = list(connections) if isinstance(connections, list) else [{"invalid": connections}]
             self.settings[self.name] = [c if isinstance(c, Mapping) else {"invalid": c} for c in listed]
+            self.world.record(self.name, "settings", connections=[dict(c) for c in self.settings[self.name]])
 
     def read_journal(self) -> list[evidence.Row]:
         """The journal in the worker's state directory, read read-only; unreadable, the scenario fails (JNL-1)."""
@@ -547,9 +568,9 @@ class Worker:
         except evidence.JournalUnreadable as error:
             raise Abort(self.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
 
-    def observe_journal(self) -> list[evidence.Row]:
-        """``read_journal``, its rows kept as a snapshot of this worker's journal for JNL-4."""
-        return self.world.observe_journal(self.read_journal, second=not self.primary)
+    def observe_journal(self, why: str = "wait") -> list[evidence.Row]:
+        """``read_journal``, its rows recorded as a read of this worker's journal (JNL-4)."""
+        return self.world.observe_journal(self.read_journal, second=not self.primary, why=why, worker=self.name)
 
     def close(self) -> None:
         """Close the adapter, if one still runs, and end its tree; its stderr tail stays for a later failure."""
@@ -577,14 +598,6 @@ def _latest_task_rows(state_dir: Path) -> tuple[list[evidence.Row], list[evidenc
     task_id = rows[-1]["task_id"]
     last = {(row["task_id"], row["attempt"]): row for row in rows}
     return [row for row in rows if row["task_id"] == task_id], list(last.values())
-
-
-def served_requests(log: Sequence[Mapping[str, Any]]) -> set[Any]:
-    """The numbers of the requests answered with a task: a lease granted, or a duplicate, replayed or
-    conflicting delivery (a task, but no new lease)."""
-    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
-    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
-    return granted | {e.get("request") for e in log if e.get("kind") in delivered}
 
 
 def _empty_claim_since(log: Sequence[Mapping[str, Any]], since: int, worker: str | None = None) -> bool:

@@ -26,6 +26,7 @@ from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, new_token, sweep_marked
 from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.history import History
 from resumekit.conformance.p1 import evidence
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.cases import ScenarioCase
@@ -55,14 +56,13 @@ class World:
     decoy: Path
     origins: dict[str, Origin]
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # template name -> task as issued
-    snapshots: list[evidence.Snapshot] = field(default_factory=list)
+    # Everything the kit did and saw in this world, in order: what the checks judge (``views``, ``checks``).
+    history: History = field(default_factory=History)
     moment_problems: list[Mismatch] = field(default_factory=list)
     start_listing: dict[str, list[str]] = field(default_factory=dict)  # worker name -> root listing at start
-    open_at_start: dict[str, list[evidence.Row]] = field(default_factory=dict)  # worker name -> open attempts
-    rows_at_start: dict[str, int] = field(default_factory=dict)  # worker name -> its journal's rows at its start
     first_seen: set[str] = field(default_factory=set)
     kill_armed: set[str] = field(default_factory=set)
-    killed_at: list[str] = field(default_factory=list)
+    killed_at: list[str] = field(default_factory=list)  # where each kill came, in order (the fault model)
     kill_current: Callable[[], None] | None = None  # kills the running worker through the process guard
     kill_event: threading.Event = field(default_factory=threading.Event)
     changed_at: int = 0  # the control plane's log length at the kit's last change of the world
@@ -78,17 +78,15 @@ class World:
     watch_next: bool = False  # a worker running the tool was killed: the next one's first request starts the watch
     watch_for: str | None = None  # the worker whose first request starts the WRK-5 watch
     watch: RootWatch | None = None
-    tool_writes: dict[str, int] = field(default_factory=dict)  # the tool's writes found just after the kill
     # worker name -> (workspace root, state directory), for a scenario's second worker (its own pair)
     homes: dict[str, tuple[Path, Path]] = field(default_factory=dict)
     # every folder the kit made, by its path, held by a descriptor from when the kit made it
     dirs: dict[Path, _files.Folder] = field(default_factory=dict)
     left: str | None = None  # what the kit could not remove of the world once the scenario was over
-    second_snapshots: list[evidence.Snapshot] = field(default_factory=list)
     # in the environment of every adapter process of this world (RESUMEKIT_CASE_TOKEN), to find what they left
     case_token: str = field(default_factory=new_token)
-    # Held while a journal is read and its snapshot kept: JNL-4 compares consecutive snapshots, so the
-    # snapshots must stand in the order of the reads, from the harness and the control plane's threads.
+    # Held while a journal is read and its read recorded: JNL-4 compares consecutive reads, so they must
+    # stand in the history in the order they were made, from the harness and the control plane's threads.
     snapshot_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -137,16 +135,28 @@ class World:
         finally:
             _files.remove(target)
 
-    def observe_journal(self, read: Callable[[], list[evidence.Row]], *, second: bool = False) -> list[evidence.Row]:
-        """The rows *read* returns, kept as a snapshot of the first worker's journal (or the second's).
+    def observe_journal(
+        self, read: Callable[[], list[evidence.Row]], *, second: bool = False, why: str = "wait", **context: Any
+    ) -> list[evidence.Row]:
+        """The rows *read* returns, recorded as a read of the first worker's journal (or the second's).
 
-        Reads are made one at a time under ``snapshot_lock``, so each snapshot holds what the journal held
-        no earlier than the one before it. A read that raises keeps nothing.
+        Reads are made one at a time under ``snapshot_lock``, so each recorded read holds what the journal
+        held no earlier than the one before it. A read that raises records nothing.
         """
         with self.snapshot_lock:
             rows = read()
-            (self.second_snapshots if second else self.snapshots).append(evidence.Snapshot.of(rows))
+            self.record_rows(rows, second=second, why=why, **context)
         return rows
+
+    def record_rows(self, rows: list[evidence.Row], *, second: bool = False, why: str, **context: Any) -> None:
+        """Record a read of a journal: *why* it was read (``start``, ``moment``, ``wait``, ``final``, ...)."""
+        self.history.record(
+            "journal", "read", journal="second" if second else "first", why=why, rows=[dict(r) for r in rows], **context
+        )
+
+    def record(self, actor: str, kind: str, **data: Any) -> None:
+        """Record one thing the kit did or saw in this world."""
+        self.history.record(actor, kind, **data)
 
     def home(self, worker: str | None) -> tuple[Path, Path]:
         """The workspace root and state directory of the worker behind a base-URL name."""

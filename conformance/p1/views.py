@@ -1,0 +1,261 @@
+"""What the P1 checks read, taken from one case's history: pure queries over the events the harness recorded.
+
+The harness records (``world.World.record``): every journal read, the control plane's log entries as they
+are made, each worker process started, blocked, killed, exited or stopped, each change the kit made, and
+what it read once the last step was done. This module only selects and reshapes those events; it reads no
+file and talks to no process, so a verdict is a function of the history and the scenario alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from resumekit.conformance.history import Event
+from resumekit.conformance.p1 import log_views
+from resumekit.conformance.p1.damage_checks import decoy_changes
+from resumekit.conformance.p1.evidence_data import Evidence, JournalSettings
+from resumekit.conformance.p1.model import TERMINAL, Row, Snapshot
+
+CONTROL_PLANE = "control-plane"
+# The journal reads that stand for what the journal held at a moment (JNL-4): a worker's start is read before
+# it runs, and a power-loss read is the durable view, which may lag the live reads.
+_SNAPSHOT_READS = frozenset({"moment", "wait", "final"})
+
+
+def control_log(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """The control plane's log (CP-19), entry by entry, as the control plane made it."""
+    return [{"kind": e.kind, **e.data} for e in events if e.actor == CONTROL_PLANE]
+
+
+def of_kind(events: Iterable[Event], actor: str | None, kind: str) -> list[Event]:
+    """The events of *kind* (by *actor*, if named), in order."""
+    return [e for e in events if e.kind == kind and (actor is None or e.actor == actor)]
+
+
+def last_of(events: Sequence[Event], actor: str | None, kind: str) -> Event | None:
+    """The latest event of *kind* (by *actor*, if named), or None."""
+    found = of_kind(events, actor, kind)
+    return found[-1] if found else None
+
+
+def journal_reads(events: Iterable[Event], journal: str, whys: Iterable[str] | None = None) -> list[Event]:
+    """The reads of the ``first`` or ``second`` worker's journal (for the reasons in *whys*, if given), in order."""
+    wanted = None if whys is None else frozenset(whys)
+    return [
+        e
+        for e in events
+        if e.actor == "journal" and e.kind == "read" and e.get("journal") == journal
+        and (wanted is None or e.get("why") in wanted)
+    ]
+
+
+def final_rows(events: Sequence[Event], journal: str = "first") -> list[Row]:
+    """The journal as the kit read it once the last step was done (no rows if it was not read)."""
+    reads = journal_reads(events, journal, ("final",))
+    return [dict(row) for row in reads[-1].get("rows", ())] if reads else []
+
+
+def snapshots(events: Sequence[Event], journal: str = "first") -> tuple[Snapshot, ...]:
+    """What the journal held at each read the kit made while the worker ran and after, in order (JNL-4)."""
+    return tuple(Snapshot.of(e.get("rows", ())) for e in journal_reads(events, journal, _SNAPSHOT_READS))
+
+
+def open_at_start(events: Sequence[Event]) -> dict[str, list[Row]]:
+    """Worker process -> the last row of each attempt its journal held open when the kit started it (RESUME-1)."""
+    found = {}
+    for read in journal_reads(events, "first", ("start",)) + journal_reads(events, "second", ("start",)):
+        last: dict[tuple[Any, Any], Row] = {}
+        for row in read.get("rows", ()):
+            last[(row["task_id"], row["attempt"])] = dict(row)  # dicts keep the order of first insertion
+        found[str(read.get("worker"))] = [row for row in last.values() if row["phase"] not in TERMINAL]
+    return found
+
+
+def rows_at_start(events: Sequence[Event]) -> dict[str, int]:
+    """Worker process -> how many rows its journal held when the kit started it."""
+    reads = journal_reads(events, "first", ("start",)) + journal_reads(events, "second", ("start",))
+    return {str(read.get("worker")): len(read.get("rows", ())) for read in reads}
+
+
+def issued(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Every task the kit issued, as issued, in order."""
+    return [dict(e.get("task")) for e in of_kind(events, "kit", "issued")]
+
+
+def settings(events: Sequence[Event]) -> JournalSettings | None:
+    """What the kit learned of the journal connections of the case's worker processes (None: no p1.journal)."""
+    found = last_of(events, "kit", "journal-settings")
+    if found is None or found.get("settings") is None:
+        return None
+    data = found.get("settings")
+    return JournalSettings(
+        reported={name: tuple(value) for name, value in data["reported"].items()},
+        wrote=tuple(data["wrote"]),
+        logged=bool(data["logged"]),
+        header=data["header"],
+        header_of=tuple(data["header_of"]),
+        unreadable=dict(data["unreadable"]),
+    )
+
+
+def _at_end(events: Sequence[Event], kind: str) -> Mapping[str, Any]:
+    found = last_of(events, "kit", kind)
+    return found.data if found is not None else {}
+
+
+def evidence(events: Sequence[Event], profile: str) -> Evidence:
+    """Everything the checks judge of one scenario, taken from its history alone."""
+    log = control_log(events)
+    end = _at_end(events, "at-end")
+    origins = _at_end(events, "origins-at-end")
+    decoys = {e.get("when"): dict(e.get("entries", {})) for e in of_kind(events, "kit", "decoys")}
+    before, after = decoys.get("before", {}), decoys.get("after", {})
+    return Evidence(
+        rows=final_rows(events),
+        snapshots=snapshots(events),
+        **_control_facts(log, end, issued(events)),
+        origin_refs=origins.get("origin_refs"),
+        kit_refs=dict(origins.get("kit_refs", {})),
+        ref_updates=tuple(origins.get("ref_updates", ())),
+        fast_forward={(r, o, n): known for r, o, n, known in origins.get("fast_forward", ())},
+        expected=dict(end.get("expected", {})),
+        caches={task_id: (status, value) for task_id, (status, value) in end.get("caches", {}).items()},
+        idle=end.get("last_wait") == "idle",
+        settings=settings(events),
+        decoy_changed=after != before,
+        decoy_changes=decoy_changes(before, after),
+        strict=profile == "strict",
+        deliveries=faulty_deliveries(log),
+        revivals=log_views.revived_after_loss(log),
+        stopped=log_views.effects_after_stops(log, _stops(events)),
+        reports=[
+            {name: e.get(name) for name in ("task_id", "attempt", "state", "reason")}
+            for e in log
+            if e.get("kind") == "report"
+        ],
+        kit_calls=kit_calls(log),
+        second_rows=final_rows(events, "second"),
+        second_snapshots=snapshots(events, "second"),
+        clock_moves=tuple(
+            {"seq": e.get("seq"), "rows_before": e.get("rowsBefore"), "rows_after": e.get("rowsAfter")}
+            for e in of_kind(events, "kit", "clock-moved")
+        ),
+        lease_log=log_views.lease_log(log),
+        cache_damages=tuple(
+            {"task_id": e.get("task_id"), "how": e.get("how"), "open": e.get("open")}
+            for e in of_kind(events, "kit", "cache-damaged")
+        ),
+        open_at_start=open_at_start(events),
+    )
+
+
+def _stops(events: Sequence[Event]) -> list[dict[str, Any]]:
+    return [
+        {"worker": e.get("worker"), "from": e.get("logFrom"), "to": e.get("logTo")}
+        for e in of_kind(events, "kit", "stopped-in-order")
+    ]
+
+
+def served_requests(log: Sequence[Mapping[str, Any]]) -> set[Any]:
+    """The numbers of the requests answered with a task: a lease granted, or a duplicate, replayed or
+    conflicting delivery (a task, but no new lease)."""
+    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
+    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
+    return granted | {e.get("request") for e in log if e.get("kind") in delivered}
+
+
+def kit_calls(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each request the control plane refused for a kit path without the kit's secret (CP-22): the kit's own
+    callers always carry it, so each is a worker's; as logged, with any secret already shown as <secret>."""
+    return [
+        {"worker": e.get("worker"), "method": e.get("method"), "path": e.get("path")}
+        for e in log
+        if e.get("kind") == "kit_path_refused"
+    ]
+
+
+def _told_to_wait(entry: Mapping[str, Any], served: set[Any]) -> bool:
+    """Whether a claim's answer reached the worker without a task, so that WRK-3's wait applies after it."""
+    return entry.get("request") not in served and entry.get("answer", "answer") != "drop"
+
+
+def _control_facts(
+    log: Sequence[Mapping[str, Any]], end: Mapping[str, Any], tasks_issued: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The control plane's and the origins' side of the evidence, as plain data."""
+    answered = {entry["request"]: entry for entry in log if entry.get("kind") == "request"}
+    served = served_requests(log)
+    conflicts = log_views.conflict_answers(log)  # what each 409 to a submission carried (SUB-5)
+    submissions = []
+    for entry in log:
+        if entry.get("kind") == "moment" and entry.get("check") == "submission":
+            request = answered.get(entry.get("request"))
+            submissions.append(
+                {
+                    "task_id": entry["task_id"],
+                    "attempt": entry["attempt"],
+                    "key": entry["key"],
+                    "result_hash": entry["result_hash"],
+                    "status": request["status"] if request and isinstance(request.get("status"), int) else 0,
+                    "answer": conflicts.get(entry.get("request")),
+                }
+            )
+    tasks = {task_id: dict(view) for task_id, view in end.get("tasks", {}).items()}
+    for entry in log:
+        # A result the kit's own fault stored (a scripted 409) is not the worker's to answer for.
+        if entry.get("kind") == "result_stored" and entry.get("cause") == "scripted" and entry["task_id"] in tasks:
+            tasks[entry["task_id"]]["scripted_result"] = True
+    claims = [
+        # Only an answer the worker got asks it to wait: a dropped one is a transport failure to it.
+        {"worker": e.get("worker"), "arrived_ms": e.get("arrived_ms"), "empty": _told_to_wait(e, served)}
+        for e in log
+        if e.get("kind") == "request" and e.get("endpoint") == "claim" and e.get("status") == 200
+    ]
+    requests = [
+        {"worker": e.get("worker"), "endpoint": e.get("endpoint"), "path": e.get("path")}
+        for e in log
+        if e.get("kind") == "request"
+    ]
+    return {
+        "submissions": submissions,
+        "tasks": tasks,
+        "leases": list(end.get("leases", ())),
+        "pushes": [entry for entry in log if entry.get("kind") == "push"],
+        "commits": {task_id: list(oids) for task_id, oids in end.get("commits", {}).items()},
+        "claims": claims,
+        "retry_after_ms": int(end.get("retry_after_ms", 0)),
+        "requests": requests,
+    }
+
+
+def faulty_deliveries(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each attempt the control plane served against CP-5 or CP-7 (ReplayAttempt, ConflictingIdentity),
+    with the governed side effects that followed it from the worker it was served to, up to that worker's
+    next claim: one attempt at a time (WRK-2), so every one of them was made for the attempt served."""
+    found = []
+    for index, entry in enumerate(log):
+        if entry.get("kind") not in ("replayed_delivery", "conflicting_delivery"):
+            continue
+        worker, number = entry.get("worker"), entry.get("request")
+        governed: list[dict[str, Any]] = []
+        for later in log[index + 1 :]:
+            if later.get("request") == number:
+                continue  # the claim that carried the delivery
+            if later.get("kind") == "request" and later.get("worker") == worker:
+                if later.get("endpoint") == "claim":
+                    break
+                if later.get("endpoint") in ("result", "receipt"):
+                    governed.append({"endpoint": later["endpoint"], "path": later.get("path"),
+                                     "status": later.get("status")})
+            elif later.get("kind") == "push" and later.get("task_id") == entry.get("task_id"):
+                governed.append({"endpoint": "push", "ref": later.get("ref"), "accepted": later.get("accepted")})
+        found.append({
+            "kind": entry["kind"],
+            "task_id": entry.get("task_id"),
+            "attempt": entry.get("attempt"),
+            "worker": worker,
+            "task": entry.get("task"),
+            "governed": governed,
+        })
+    return found

@@ -75,7 +75,10 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
     """A case result back from its JSON form (``CaseResult.to_dict``)."""
     source = Source(data["file"], data.get("line")) if "file" in data else None
     mismatches = tuple(
-        Mismatch(m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note")) for m in data["mismatches"]
+        Mismatch(
+            m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note"), m.get("check"), m.get("event")
+        )
+        for m in data["mismatches"]
     )
     return CaseResult(
         case_id=data["id"],

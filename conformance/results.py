@@ -191,6 +191,8 @@ class Mismatch:
     actual: Any
     clause: str | None = None
     note: str | None = None
+    check: str | None = None  # the check that made it (a P1 rule's name: ``journal.rows``, ``failpoints.block``)
+    event: int | None = None  # the seq of the history event it was seen at
 
     def to_dict(self) -> dict[str, Any]:
         """The mismatch as the JSON report keeps it."""
@@ -199,6 +201,10 @@ class Mismatch:
             data["clause"] = self.clause
         if self.note:
             data["note"] = self.note
+        if self.check:
+            data["check"] = self.check
+        if self.event is not None:
+            data["event"] = self.event
         return data
 
 

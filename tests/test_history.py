@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
-from resumekit.conformance.history import CUT, REPORT_BYTES, Event, History, ReportBudget, for_report
+from resumekit.conformance.events import CUT, REPORT_BYTES, Event, for_report
+from resumekit.conformance.history import History, ReportBudget
 
 
 def test_events_are_numbered_in_order_and_keep_their_data() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from resumekit.conformance.p1 import _git, _pre_receive, origin_guard
-from resumekit.conformance.p1.evidence_data import capped
+from resumekit.conformance.p1.checks.rules import capped
 from resumekit.conformance.p1.origin import (
     _KIT_IDENTITY,
     GitError,

@@ -151,14 +151,13 @@ def test_the_tools_announce_file_and_flag_replace_links_planted_at_their_names(
 
 
 def test_a_directory_at_the_journal_logs_name_fails_the_case_naming_it(world: worlds.World, worker: Worker) -> None:
-    from resumekit.conformance.fault_models import Abort
+    from resumekit.conformance.p1.world import Stop
 
     (world.root / "journal-w1.jsonl").mkdir()
-    with pytest.raises(Abort) as caught:
+    with pytest.raises(Stop) as caught:
         worker.start(None)
-    result = caught.value.result
-    assert result.outcome is Outcome.FAILED
-    assert [m.clause for m in result.mismatches] == ["ADP-3"] and "journal-w1.jsonl" in result.message
+    (found,) = caught.value.mismatches
+    assert (found.clause, found.check) == ("ADP-3", "processes.kit_files") and "journal-w1.jsonl" in str(caught.value)
 
 
 _WRITER = """

@@ -65,6 +65,15 @@ PURE_MODULES = (
     "resumekit.conformance.p1.settings_checks",
     "resumekit.conformance.p1.submission_checks",
     "resumekit.conformance.powerloss.model",
+    "resumekit.conformance.events",
+    "resumekit.conformance.p1.views",
+    # every module of the P1 rules, whatever is added there: the package is pure by its design
+    *sorted(
+        f"resumekit.conformance.p1.checks.{path.stem}"
+        for path in (Path(__file__).resolve().parents[1] / "conformance" / "p1" / "checks").glob("*.py")
+        if path.stem != "__init__"
+    ),
+    "resumekit.conformance.p1.checks",
 )
 
 # Standard-library modules a pure module must not import, each with what it does (a dotted name refuses its

@@ -71,20 +71,6 @@ def _decided_by_the_cache(damage: Mapping[str, Any], held: Mapping[str, Any], pr
     )
 
 
-def decoy_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
-    """Each path of the decoy trees (``<tree>/<path>``) that differs between two listings: ``removed``,
-    ``added`` or ``changed`` (its kind, bytes or link target)."""
-    changes = {}
-    for path in sorted(set(before) | set(after)):
-        if path not in after:
-            changes[path] = "removed"
-        elif path not in before:
-            changes[path] = "added"
-        elif before[path] != after[path]:
-            changes[path] = "changed"
-    return changes
-
-
 def decoy_checks(ev: Evidence) -> list[Mismatch]:
     """CLEAN-2: nothing outside the workspace root changed; the finding names each changed path of the decoys."""
     changes = dict(ev.decoy_changes)

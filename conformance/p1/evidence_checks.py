@@ -21,7 +21,7 @@ from typing import Any
 
 from resumekit.conformance.p1.convergence_checks import idle_checks, outcome_checks
 from resumekit.conformance.p1.cp_state import IDENTITY
-from resumekit.conformance.p1.damage_checks import cache_damage_checks, decoy_changes, decoy_checks
+from resumekit.conformance.p1.damage_checks import cache_damage_checks, decoy_checks
 from resumekit.conformance.p1.effect_checks import (
     delivery_checks,
     key_checks,
@@ -52,6 +52,7 @@ from resumekit.conformance.p1.settings_checks import (
     unreported,
 )
 from resumekit.conformance.p1.submission_checks import exact_match_checks, submission_problem
+from resumekit.conformance.p1.views import decoy_changes
 from resumekit.conformance.results import Mismatch
 
 __all__ = [

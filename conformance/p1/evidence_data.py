@@ -93,25 +93,3 @@ class Evidence:
 def mismatch(clause: str, pointer: str, expected: Any, actual: Any, note: str) -> Mismatch:
     """A check's finding, with the clause first: the order the checks read best in."""
     return Mismatch(pointer, expected, actual, clause, note)
-
-
-MAX_PER_CLAUSE = 20  # mismatches of one clause a result lists; one more counts the rest
-
-
-def capped(found: Sequence[Mismatch], limit: int = MAX_PER_CLAUSE) -> list[Mismatch]:
-    """*found* with at most *limit* mismatches of each clause, in their order, and after the last one listed,
-    one that counts those left out: a worker that makes 100,000 refs fails COMMIT-3 in a report a person can
-    read, not in 100,000 entries."""
-    kept: list[Mismatch] = []
-    seen: dict[str | None, int] = {}
-    for item in found:
-        seen[item.clause] = seen.get(item.clause, 0) + 1
-        if seen[item.clause] <= limit:
-            kept.append(item)
-    for clause, count in seen.items():
-        if count > limit:
-            at = max(i for i, item in enumerate(kept) if item.clause == clause) + 1
-            left = count - limit
-            note = f"{left} more mismatch(es) of {clause or 'no clause'} like those above, not listed"
-            kept.insert(at, Mismatch(f"/{clause or 'mismatches'}/more", f"at most {limit} listed", left, clause, note))
-    return kept

@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance.p1.cases import MatrixCase
+from resumekit.conformance.p1.checks import campaigns
 from resumekit.conformance.p1.scenario import run_steps
 from resumekit.conformance.p1.worker import Factory, any_failpoint
 from resumekit.conformance.p1.world import KILL_MODEL, Unreached
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.conformance.runner import result_for
 
 
@@ -95,8 +96,8 @@ def run_matrix(case: Any, factory: Factory, profile: str) -> CaseResult:
     if matrix.failed is not None:
         return matrix.failed
     if not done:
-        message = f"the worker still reached a new failpoint after {case.limit} points: the loop never ends"
-        return result_for(case, Outcome.FAILED, message=message, mismatches=(Mismatch("", case.limit, None, "FPT-5"),))
+        endless = campaigns.matrix_never_ends(case.limit)
+        return result_for(case, Outcome.FAILED, message=endless.note, mismatches=(endless,))
     return result_for(case, Outcome.PASSED, message=matrix.summary(started), fault_model=KILL_MODEL)
 
 
@@ -104,25 +105,9 @@ def _visited_nothing(matrix: _Matrix) -> CaseResult:
     """FPT-5: a matrix whose loop ended without one converged run at a crash point fails, never passes empty."""
     case = matrix.case
     armed = repr(case.tear) if case.tear else "hit 1 of any failpoint ('*')"
-    if matrix.blocks:  # two crashes: the first crashes blocked, no recovery after them did
-        message = (
-            f"the matrix visited 0 crash points: the worker blocked at {matrix.blocks!r} first crash(es), but "
-            "after each the restarted worker never blocked at any failpoint site of its recovery it was armed at"
-        )
-        actual = f"{matrix.blocks} first crash(es), no crash in recovery"
-    else:
-        message = (
-            f"the worker never blocked at any failpoint site it was armed at: armed at {armed}, it went idle "
-            "without blocking, so the matrix visited 0 crash points"
-        )
-        actual = "idle, never blocked"
-    return result_for(
-        case,
-        Outcome.FAILED,
-        message=f"{message} (FPT-5)",
-        mismatches=(Mismatch("/wait/failpoint", "blocked at the armed failpoint site", actual, "FPT-5"),),
-        fault_model=KILL_MODEL,
-    )
+    found = campaigns.matrix_visited_nothing(armed, matrix.blocks)
+    message = f"{found.note} (FPT-5)"
+    return result_for(case, Outcome.FAILED, message=message, mismatches=(found,), fault_model=KILL_MODEL)
 
 
 def _loop(matrix: _Matrix, steps_for: Callable[[int], list[dict[str, Any]]], label: str) -> bool:
@@ -153,12 +138,8 @@ def _recovery_loops(matrix: _Matrix) -> bool:
             if crashed and crashed[-1] == "":
                 if len(crashed) == 1:  # the first crash itself was not reached
                     if case.first:
-                        matrix.failed = result_for(
-                            case,
-                            Outcome.FAILED,
-                            message=f"the armed failpoint {first['name']} was never reached",
-                            mismatches=(Mismatch("/wait/failpoint", first["name"], None, "FPT-2"),),
-                        )
+                        never = campaigns.first_never_reached(first["name"])
+                        matrix.failed = result_for(case, Outcome.FAILED, message=never.note, mismatches=(never,))
                         return False
                     matrix.firsts -= 1
                     return True

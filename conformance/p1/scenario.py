@@ -26,18 +26,19 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, verbs, views
+from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, verbs
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
+from resumekit.conformance.p1.checks import rules
+from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.cp_core import KitError
 from resumekit.conformance.p1.cp_faults import FaultError
 from resumekit.conformance.p1.ending import end_case
-from resumekit.conformance.p1.evidence_data import capped
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError, OriginUnreadable
 from resumekit.conformance.p1.origin_checks import unreadable
 from resumekit.conformance.p1.worker import Factory, Worker
-from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, World, decoy_entries, open_world
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, Stop, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import result_for
@@ -96,6 +97,7 @@ def run_steps(
     try:
         with open_world(case, power) as world:
             world.until_unreached = blocked_at is not None
+            world.profile = profile
             if blocked_at is not None:
                 world.blocked_at = blocked_at
             observer = Observer(world, profile)
@@ -111,6 +113,9 @@ def run_steps(
                 result = _drive(case, world, control, worker, profile, steps, second)
             except Abort as abort:
                 result = _with_origins(abort.result, world, control)
+            except Stop as stop:
+                # What a worker did that the scenario cannot go on from: the rules that stopped it are the verdict.
+                result = _with_origins(worker.fail(str(stop), *stop.mismatches), world, control)
             except (KitError, FaultError, GitError) as error:
                 result = _with_origins(_could_not(case, error), world, control)
             finally:
@@ -162,6 +167,11 @@ def _drive(
     """Set the world up on the control plane, take every step in turn, and judge what the steps left."""
     world.budget = case.budget if isinstance(case, SoakCase) else SCENARIO_BUDGET
     drive = verbs.Drive(case, world, control, worker, second, time.monotonic() + world.budget)
+    origins = {n: {"branch": o.branch, "base": o.base_oid, "later": o.later_oid} for n, o in world.origins.items()}
+    world.record(
+        "kit", "world", case=case.id, workspaceRoot=str(world.workspace_root.resolve()),
+        stateDir=str(world.state_dir), ttlMs=case.ttl_ms, retryAfterMs=control.retry_after_ms(), origins=origins,
+    )
     for repository, origin in world.origins.items():
         control.add_origin(repository, origin)
     for name in case.issue:
@@ -170,12 +180,12 @@ def _drive(
         verbs.script_fault(drive, fault)
     drive.changed()
     world.record("kit", "decoys", when="before", entries=decoy_entries(world))
-    gathered: evidence_checks.Evidence | None = None
+    gathered: Story | None = None
     try:
         for index, step in enumerate(steps):
             _take(drive, index, step)
         _read_at_end(drive)
-        gathered = views.evidence(world.history.events(), profile)
+        gathered = Story(world.history.events(), profile)
     except OriginUnreadable as error:  # the worker changed its origin: no evidence of it can be trusted
         world.moment_problems.append(_unreadable(world, error))
     # Every process the case started ends before the verdict; one that outlived its worker fails WRK-5.
@@ -219,10 +229,6 @@ def _read_at_end(drive: verbs.Drive) -> None:
     """Once the last step is done, read what the steps left and record it: the journals, the caches, the
     control plane's tasks and leases, the origins, the result the kit computes for each task, the decoys."""
     world, control, worker, second = drive.world, drive.control, drive.worker, drive.second
-    if world.tool_flag is not None:
-        # A worker ran with the tool: it must have run it, in a workspace, or the scenario proved nothing.
-        announced = [e for e in control.log() if e.get("kind") == "tool_started"]
-        world.moment_problems.extend(evidence_checks.tool_problems(announced, str(world.workspace_root.resolve())))
     worker.read_settings()
     rows = worker.observe_journal(why="final")
     if second is not None:
@@ -271,8 +277,8 @@ def _commits(world: World) -> dict[str, list[str]]:
     return commits
 
 
-def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence | None) -> CaseResult:
-    """The scenario's result: passed, or failed with the moment problems and the checks that failed, at most
+def _verdict(drive: verbs.Drive, gathered: Story | None) -> CaseResult:
+    """The scenario's result: passed, or failed with the moment problems and the rules that failed, at most
     ``capped`` of each clause; *gathered* is None when an origin could not be read (a moment problem says so)."""
     case, world = drive.case, drive.world
     unread = [_unreadable(world, error) for error in drive.control.unreadable_origins()]
@@ -281,10 +287,9 @@ def _verdict(drive: verbs.Drive, gathered: evidence_checks.Evidence | None) -> C
     if broken and not unread:  # a check that was to be made at a moment was not: no verdict can stand on it
         message = f"the kit could not make {len(broken)} moment check(s): {broken[0]}"
         return drive.worker.fail(message, outcome=Outcome.ERRORED)
-    names = {name: template["task_id"] for name, template in case.tasks.items()}
-    verdict = [] if gathered is None else evidence_checks.judge(case.expect, names, gathered)
+    verdict = [] if gathered is None else rules.judge(gathered, Scenario.of(case, drive.world.profile))
     found = [*world.moment_problems, *verdict]
-    mismatches = tuple(capped(found))
+    mismatches = tuple(rules.capped(found))
     marks = evidence_checks.attested(gathered.settings if gathered else None, world.blocked_at)
     if mismatches:
         headline = f"{len(found)} check(s) failed"

@@ -14,9 +14,10 @@ import time
 from typing import Any
 
 from resumekit.conformance.p1.cases import SoakCase
+from resumekit.conformance.p1.checks import campaigns
 from resumekit.conformance.p1.scenario import run_steps
 from resumekit.conformance.p1.worker import Factory, any_failpoint
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.results import CaseResult, Outcome
 
 SHRINK_STEPS = 6  # reruns a failing soak may spend on bisecting its rounds
 
@@ -83,28 +84,7 @@ def run_soak(case: SoakCase, factory: Factory, profile: str, seed: int, adapter_
 def _vacuous(result: CaseResult, case: SoakCase, blocks: int, kills: int, fired: int, scripted: int) -> CaseResult:
     """A converged soak that crashed no worker at a failpoint (FPT-5) or fired no fault (FPT-4) proved
     nothing: failed, never passed."""
-    mismatches = []
-    if not blocks:
-        mismatches.append(
-            Mismatch(
-                "/soak/kills",
-                "a worker kill at a failpoint",
-                f"{kills} kills, none at a failpoint",
-                "FPT-5",
-                f"no worker kill was at a failpoint: armed at a random hit of any failpoint ('*') in each of its "
-                f"{case.rounds!r} rounds, the worker never blocked at one, and {kills!r} kills found it idle",
-            )
-        )
-    if not fired:
-        mismatches.append(
-            Mismatch(
-                "/soak/faults",
-                "a control-plane fault fired",
-                f"0 of {scripted} fired",
-                "FPT-4",
-                f"no control-plane fault fired: {scripted!r} were scripted, and the worker converged without any",
-            )
-        )
+    mismatches = campaigns.soak_vacuous(case.rounds, blocks, kills, fired, scripted)
     if not mismatches:
         return result
     notes = "; ".join(f"{m.note} ({m.clause})" for m in mismatches)

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from resumekit.conformance.history import Event
+from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import log_views
-from resumekit.conformance.p1.damage_checks import decoy_changes
-from resumekit.conformance.p1.evidence_data import Evidence, JournalSettings
+from resumekit.conformance.p1.evidence_data import JournalSettings
 from resumekit.conformance.p1.model import TERMINAL, Row, Snapshot
 
 CONTROL_PLANE = "control-plane"
@@ -99,70 +98,18 @@ def settings(events: Sequence[Event]) -> JournalSettings | None:
     )
 
 
-def _at_end(events: Sequence[Event], kind: str) -> Mapping[str, Any]:
+def at_end(events: Sequence[Event], kind: str) -> Mapping[str, Any]:
+    """What the kit read once the last step was done, as its event of *kind* holds it (nothing if unread)."""
     found = last_of(events, "kit", kind)
     return found.data if found is not None else {}
 
 
-def evidence(events: Sequence[Event], profile: str) -> Evidence:
-    """Everything the checks judge of one scenario, taken from its history alone."""
-    log = control_log(events)
-    end = _at_end(events, "at-end")
-    origins = _at_end(events, "origins-at-end")
-    decoys = {e.get("when"): dict(e.get("entries", {})) for e in of_kind(events, "kit", "decoys")}
-    before, after = decoys.get("before", {}), decoys.get("after", {})
-    return Evidence(
-        rows=final_rows(events),
-        snapshots=snapshots(events),
-        **_control_facts(log, end, issued(events)),
-        origin_refs=origins.get("origin_refs"),
-        kit_refs=dict(origins.get("kit_refs", {})),
-        ref_updates=tuple(origins.get("ref_updates", ())),
-        fast_forward={(r, o, n): known for r, o, n, known in origins.get("fast_forward", ())},
-        expected=dict(end.get("expected", {})),
-        caches={task_id: (status, value) for task_id, (status, value) in end.get("caches", {}).items()},
-        idle=end.get("last_wait") == "idle",
-        settings=settings(events),
-        decoy_changed=after != before,
-        decoy_changes=decoy_changes(before, after),
-        strict=profile == "strict",
-        deliveries=faulty_deliveries(log),
-        revivals=log_views.revived_after_loss(log),
-        stopped=log_views.effects_after_stops(log, _stops(events)),
-        reports=[
-            {name: e.get(name) for name in ("task_id", "attempt", "state", "reason")}
-            for e in log
-            if e.get("kind") == "report"
-        ],
-        kit_calls=kit_calls(log),
-        second_rows=final_rows(events, "second"),
-        second_snapshots=snapshots(events, "second"),
-        clock_moves=tuple(
-            {"seq": e.get("seq"), "rows_before": e.get("rowsBefore"), "rows_after": e.get("rowsAfter")}
-            for e in of_kind(events, "kit", "clock-moved")
-        ),
-        lease_log=log_views.lease_log(log),
-        cache_damages=tuple(
-            {"task_id": e.get("task_id"), "how": e.get("how"), "open": e.get("open")}
-            for e in of_kind(events, "kit", "cache-damaged")
-        ),
-        open_at_start=open_at_start(events),
-    )
-
-
-def _stops(events: Sequence[Event]) -> list[dict[str, Any]]:
+def stops(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Each orderly stop of a blocked or idle first worker: its process and the log's length around it."""
     return [
         {"worker": e.get("worker"), "from": e.get("logFrom"), "to": e.get("logTo")}
         for e in of_kind(events, "kit", "stopped-in-order")
     ]
-
-
-def served_requests(log: Sequence[Mapping[str, Any]]) -> set[Any]:
-    """The numbers of the requests answered with a task: a lease granted, or a duplicate, replayed or
-    conflicting delivery (a task, but no new lease)."""
-    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
-    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
-    return granted | {e.get("request") for e in log if e.get("kind") in delivered}
 
 
 def kit_calls(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -175,12 +122,34 @@ def kit_calls(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def decoy_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
+    """Each path of the decoy trees (``<tree>/<path>``) that differs between two listings: ``removed``,
+    ``added`` or ``changed`` (its kind, bytes or link target)."""
+    changes = {}
+    for path in sorted(set(before) | set(after)):
+        if path not in after:
+            changes[path] = "removed"
+        elif path not in before:
+            changes[path] = "added"
+        elif before[path] != after[path]:
+            changes[path] = "changed"
+    return changes
+
+
+def served_requests(log: Sequence[Mapping[str, Any]]) -> set[Any]:
+    """The numbers of the requests answered with a task: a lease granted, or a duplicate, replayed or
+    conflicting delivery (a task, but no new lease)."""
+    granted = {e.get("request") for e in log if e.get("kind") == "lease" and e.get("event") == "granted"}
+    delivered = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
+    return granted | {e.get("request") for e in log if e.get("kind") in delivered}
+
+
 def _told_to_wait(entry: Mapping[str, Any], served: set[Any]) -> bool:
     """Whether a claim's answer reached the worker without a task, so that WRK-3's wait applies after it."""
     return entry.get("request") not in served and entry.get("answer", "answer") != "drop"
 
 
-def _control_facts(
+def control_facts(
     log: Sequence[Mapping[str, Any]], end: Mapping[str, Any], tasks_issued: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """The control plane's and the origins' side of the evidence, as plain data."""

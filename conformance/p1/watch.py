@@ -15,9 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import _tool, evidence, evidence_checks
-from resumekit.conformance.results import Outcome
+from resumekit.conformance.p1 import _tool, evidence
 
 if TYPE_CHECKING:
     from resumekit.conformance.p1.worker import Worker
@@ -61,18 +59,18 @@ class RootWatch:
 
 
 def watch_root(worker: Worker, world: World, ms: int) -> str:
-    """WRK-5: keep watching the root for *ms* more, then judge every change since the watch began."""
+    """WRK-5: keep watching the root for *ms* more, then record every change since the watch began (the rules
+    judge them: ``processes.watch``); a sentence for the report."""
     watch = world.watch
     if watch is None:
-        raise Abort(worker.fail(
+        raise worker.errored(
             "watch_root needs a kill of a worker that ran the kit's tool, then a worker whose first request "
-            "starts the watch; the scenario has neither",
-            outcome=Outcome.ERRORED,
-        ))
+            "starts the watch; the scenario has neither"
+        )
     time.sleep(ms / 1000)
     elapsed = watch.stop()
     world.watch = None
-    world.moment_problems.extend(evidence_checks.watch_problems(watch.changes))
+    world.record("watch", "changes", changes=dict(watch.changes), seconds=round(elapsed, 3), samples=watch.samples)
     announced = [e for e in worker.control.log() if e.get("kind") == "tool_started"]
     found = [e.get("writes", {}) for e in world.history.events() if e.actor == "tool" and e.kind == "writes"]
     writes = ", ".join(f"{role} {count}" for role, count in sorted(found[-1].items())) if found else ""

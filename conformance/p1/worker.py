@@ -26,7 +26,7 @@ from resumekit.conformance.p1 import _tool, evidence, evidence_checks
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane import ControlPlane
 from resumekit.conformance.p1.views import served_requests
-from resumekit.conformance.p1.world import NO_CRASH_MODEL, Unreached, World
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World
 from resumekit.conformance.powerloss import LayerError, PowerLayer
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for, start_failed
@@ -80,16 +80,21 @@ class Worker:
         self.tail = ""  # the stderr tail of the adapter that close() ended, for a failure after it
 
     def fail(self, message: str, *mismatches: Mismatch, outcome: Outcome = Outcome.FAILED) -> CaseResult:
-        """The scenario's result when it ends here: *outcome*, with the adapter's stderr tail."""
+        """The scenario's result when it ends here: *outcome*, with the checks' *mismatches* and the adapter's
+        stderr tail (an errored one carries none: no rule was broken, the kit could not go on)."""
         tail = (self.adapter.stderr_tail() if self.adapter else "") or self.tail
         return result_for(
             self.case,
             outcome,
             message=message,
-            mismatches=mismatches or (Mismatch("", None, None, None, message),),
+            mismatches=mismatches,
             fault_model=self.world.kill_model if self.world.killed_at or self.count > 1 else NO_CRASH_MODEL,
             stderr_tail=tail or None,
         )
+
+    def errored(self, message: str) -> Abort:
+        """The Abort of a scenario the kit itself cannot carry on (not the worker's doing)."""
+        return Abort(self.fail(message, outcome=Outcome.ERRORED))
 
     def ask(self, cmd: str, **fields: Any) -> dict[str, Any]:
         """Send *cmd* to the adapter; its result object, or Abort when it skips, errs or answers another value."""
@@ -101,7 +106,7 @@ class Worker:
         if reply.outcome != "result":
             raise Abort(errored(self.case, reply, cmd))
         if not isinstance(reply.value, dict):
-            raise Abort(self.fail(f"{cmd} answered {reply.value!r}, not an object"))
+            raise self.world.stop(self.name or self.label, "not-an-object", cmd=cmd, value=reply.value)
         return reply.value
 
     def ensure_adapter(self) -> ProcessAdapter:
@@ -203,23 +208,14 @@ class Worker:
         try:
             self.world.folder(self.world.root).put(name, data)
         except _files.Refused as refused:
-            raise Abort(
-                self.fail(
-                    f"the kit could not make {what}: {refused} (a process of the worker's put it there)",
-                    Mismatch(f"/scratch/{name}", "a file of the kit's", str(refused), clause),
-                )
-            ) from None
+            taken = {"name": name, "what": what, "refused": str(refused), "clause": clause}
+            raise self.world.stop(self.name, "kit-file-taken", **taken) from None
 
     def _adopt(self, pid: object, where: str) -> None:
         """Take *pid* as the worker's only if the process guard says the kit may kill it."""
         assert self.adapter is not None and self.adapter.process is not None
         if not plausible_pid(pid) or not self.adapter.process.owns(pid):
-            raise Abort(
-                self.fail(
-                    f"{where} reported pid {pid!r}, which the kit will not kill: "
-                    "it is not the adapter or one of its descendants"
-                )
-            )
+            raise self.world.stop(self.name, "pid-refused", where=where, pid=pid)
         assert isinstance(pid, int)
         self.pid = pid
 
@@ -258,7 +254,7 @@ class Worker:
                     raise Unreached
                 stale_since = stale_since if stale_since is not None else time.monotonic()
                 if time.monotonic() - stale_since > self._claim_grace():
-                    raise Abort(self._idle_without_claims(wanted))
+                    raise self._idle_without_claims(wanted)
                 self.control.await_entries(len(log), NEXT_REQUEST_S)  # idle, before a claim that saw the change
                 state = "running"
             if wanted == "settled" and state in ("exited", "idle"):
@@ -270,69 +266,44 @@ class Worker:
                 if wanted == "exited":
                     self.exited = True
                     marker = self.marker is not None and self.marker.exists()
-                    self.world.record(self.name, "exited", exitCode=answer.get("exitCode"), marker=marker)
-                    if not settling:
-                        self._judge_exit(answer)
+                    # JNL-8: an exit after an injected disk error is judged by the rules (journal.fatal_exits)
+                    self.world.judge_now(self.world.record(
+                        self.name, "exited", exitCode=answer.get("exitCode"), marker=marker,
+                        diskFault=self.disk_fault, settling=settling,
+                    ))
                 return answer
             if state == wanted:
                 # Idle, but before a claim that saw the kit's last change: the worker claims again
                 # within its retry_after_ms, so wait a moment instead of asking in a tight loop.
                 stale_since = stale_since if stale_since is not None else time.monotonic()
                 if time.monotonic() - stale_since > self._claim_grace():
-                    raise Abort(self._idle_without_claims(wanted))
+                    raise self._idle_without_claims(wanted)
                 self.control.await_entries(len(log), NEXT_REQUEST_S)
                 state = "running"
             if state != "running":
-                raise Abort(self._not_as_waited(wanted, state, answer))
-            if time.monotonic() > deadline:
-                raise Abort(
-                    self.fail(
-                        f"the worker was not {wanted} within {self.world.budget:.0f} s",
-                        Mismatch("/wait/state", wanted, "running", "OUT-2"),
-                        outcome=Outcome.ERRORED,
-                    )
+                raise self.world.stop(
+                    self.name, "not-as-waited", wanted=wanted, state=state, answer=answer, diskFault=self.disk_fault
                 )
+            if time.monotonic() > deadline:
+                raise self.world.stop(self.name, "not-in-time", wanted=wanted, state=state, seconds=self.world.budget)
 
     def _claim_grace(self) -> float:
         # A worker that says idle claims again within retry_after_ms, and a claim lasts at most WRK-3's
         # 5 s timeout: twice both is ample on a loaded machine, and far below the case's budget.
         return 2 * (5.0 + self.control.retry_after_ms() / 1000)
 
-    def _idle_without_claims(self, wanted: str) -> CaseResult:
-        return self.fail(
-            f"the worker said it is idle, but it sent no claim in the {self._claim_grace():.0f} s since the "
-            f"kit's last change, so it never asked for the work the kit offered (waiting for {wanted!r})",
-            Mismatch("/requests/claims", "a claim after the kit's last change", None, "WRK-3"),
-        )
+    def _idle_without_claims(self, wanted: str) -> Stop:
+        return self.world.stop(self.name, "no-claim", wanted=wanted, seconds=self._claim_grace())
 
     def _wait_killed(self, deadline: float) -> dict[str, Any]:
         """Wait for the armed kit-side kill point to kill the worker, then reap it."""
         if not self._kill_event_or_idle(deadline):
             if self.tool:
-                raise Abort(
-                    self.fail(
-                        "the kit's tool never announced itself: the worker did not run the tool of "
-                        "p1.worker.start in a workspace (or it never reached a verified workspace)",
-                        Mismatch("/tool", "the tool started in a workspace", None, "ADP-2"),
-                    )
-                )
-            raise Abort(self.fail("the armed kit-side kill point was never reached", outcome=Outcome.FAILED))
+                raise self.world.stop(self.name, "tool-never-ran")
+            raise self.world.stop(self.name, "kill-point-not-reached", points=sorted(self.world.kill_armed))
         self.world.kill_event.clear()
         self._reap()
         return {"state": "killed"}
-
-    def _not_as_waited(self, wanted: str, state: object, answer: Mapping[str, Any]) -> CaseResult:
-        """The failure of a worker that went on to be *state* while the kit waited for it to be *wanted*."""
-        if wanted == "exited" and self.disk_fault is not None:
-            return self.fail(
-                f"after the injected disk error {_disk_text(self.disk_fault)} the worker went on to be "
-                f"{state} instead of exiting: it took the failed operation for a success",
-                Mismatch("/wait/state", "exited", answer, "JNL-8"),
-            )
-        return self.fail(
-            f"waited for the worker to be {wanted}, it is {state}",
-            Mismatch("/wait/state", wanted, answer, "ADP-2"),
-        )
 
     def _kill_event_or_idle(self, deadline: float) -> bool:
         """Whether the armed kill point fired before the deadline. A worker running the tool that claims
@@ -343,27 +314,6 @@ class Worker:
             if self.tool and _empty_claim_since(self.control.log(), self.world.changed_at):
                 return self.world.kill_event.is_set()
         return True
-
-    def _judge_exit(self, answer: Mapping[str, Any]) -> None:
-        """An exit after an injected disk error is a fatal error's: a non-zero status, through the worker's own
-        exit path, which writes the marker before the exit is answered (JNL-8, ADP-2)."""
-        code = answer.get("exitCode")
-        if self.disk_fault is not None and (not isinstance(code, int) or isinstance(code, bool) or code == 0):
-            raise Abort(
-                self.fail(
-                    f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
-                    f"{code!r}, not a non-zero one",
-                    Mismatch("/wait/exitCode", "non-zero", code, "JNL-8"),
-                )
-            )
-        if self.disk_fault is not None and self.marker is not None and not self.marker.exists():
-            raise Abort(
-                self.fail(
-                    f"after the injected disk error {_disk_text(self.disk_fault)} the worker exited with status "
-                    f"{code!r} and wrote no marker: the fatal exit cannot be told from a crash of the worker",
-                    Mismatch("/marker", "present", "absent", "JNL-8"),
-                )
-            )
 
     def wait_any(self, deadline: float) -> str:
         """Wait until the worker is blocked at its failpoint or idle (a soak round): which of the two."""
@@ -379,82 +329,49 @@ class Worker:
                 self.world.record(self.name, "state", wanted="blocked or idle", answer=answer)
                 return "idle"
             if state not in ("idle", "running"):
-                raise Abort(
-                    self.fail(
-                        f"waited for the worker to be blocked or idle, it is {state}",
-                        Mismatch("/wait/state", "blocked or idle", answer, "ADP-2"),
-                    )
-                )
+                raise self.world.stop(self.name, "not-as-waited", wanted="blocked or idle", state=state, answer=answer)
             if state == "idle":
                 self.control.await_entries(len(log), NEXT_REQUEST_S)
             if time.monotonic() > deadline:
-                raise Abort(
-                    self.fail(
-                        "the worker was neither blocked nor idle in time",
-                        Mismatch("/wait/state", "blocked or idle", state, "OUT-2"),
-                        outcome=Outcome.ERRORED,
-                    )
-                )
+                wanted, seconds = "blocked or idle", self.world.budget
+                raise self.world.stop(self.name, "not-in-time", wanted=wanted, state=state, seconds=seconds)
 
     def _confirm_block(self, answer: Mapping[str, Any]) -> None:
-        """FPT-2: the name is attested; the durable state the catalog names at the site is observed."""
+        """FPT-2: record where the worker blocked and what the kit reads as it stands there (the task's rows,
+        the last row of every attempt, its cache and any temporaries); the rules judge it (failpoints.block)."""
         name = answer.get("failpoint")
-        if self.armed == ANY_FAILPOINT and isinstance(name, str):
-            if not evidence_checks.known_failpoint(name):
-                raise Abort(
-                    self.fail(
-                        f"blocked at {name!r}, a site the failpoint catalog does not name",
-                        Mismatch("/wait/failpoint", "a failpoint of golden/p1/failpoints.yaml", name, "FPT-1"),
-                    )
-                )
-        elif name != self.armed:
-            raise Abort(
-                self.fail("blocked at another failpoint", Mismatch("/wait/failpoint", self.armed, name, "FPT-2"))
-            )
-        if "pid" in answer and answer["pid"] != self.pid:
-            self._adopt(answer["pid"], "p1.worker.wait")
         task_rows, attempts = _latest_task_rows(self.state_dir)
         tasks_dir = self.state_dir / "tasks"
         names = [name for name in evidence.listing(tasks_dir) if name.endswith(".tmp")]
         temporaries = [evidence.read_cache_file(self.state_dir, tasks_dir / name) for name in names]
         cache = evidence.read_cache(self.state_dir, task_rows[-1]["task_id"]) if task_rows else ("absent", None)
-        found = evidence_checks.failpoint_state(str(name), task_rows, temporaries, cache, attempts)
-        self.world.record(
+        self.world.judge_now(self.world.record(
             self.name, "blocked", failpoint=name, armed=self.armed, rows=[dict(row) for row in task_rows],
-            cache=list(cache), temporaries=[list(t) for t in temporaries],
-        )
-        if found is not None:
-            problem, clause = found
-            raise Abort(
-                self.fail(f"blocked at {name}, but {problem}", Mismatch("/wait/observed", name, problem, clause))
-            )
+            attempts=[dict(row) for row in attempts], cache=list(cache), temporaries=[list(t) for t in temporaries],
+        ))
+        if "pid" in answer and answer["pid"] != self.pid:
+            self._adopt(answer["pid"], "p1.worker.wait")
         self.world.blocked_at.append(str(name))
         self.blocked = True
 
     def kill(self) -> None:
         """Kill the worker's process for real (a crash: no exit path may run, CRASH-2) and reap it."""
         if self.pid is None or self.adapter is None or self.adapter.process is None:
-            raise Abort(self.fail("the scenario kills a worker that is not running"))
+            raise self.world.stop(self.name or self.label, "not-running")
         if self.blocked:  # blocked, it writes nothing: its settings can be asked before it dies (ADP-3)
             self.read_settings()
         self._freeze()
         try:
             self.adapter.process.kill_member(self.pid)
         except NotInTree as error:
-            raise Abort(self.fail(f"the kit will not kill pid {self.pid}: {error}")) from None
+            refused = {"where": "p1.worker.start", "pid": self.pid, "why": str(error)}
+            raise self.world.stop(self.name, "pid-refused", **refused) from None
         except OSError as error:
-            raise Abort(self.fail(f"cannot kill the worker's pid {self.pid}: {error}")) from None
+            raise self.errored(f"cannot kill the worker's pid {self.pid}: {error}") from None
         self.world.record(self.name, "killed", pid=self.pid, signal="SIGKILL", at=self.armed or "kill")
         self._reap()
         assert self.marker is not None
-        self.world.record(self.name, "reaped", marker=self.marker.exists())
-        if self.marker.exists():
-            raise Abort(
-                self.fail(
-                    "the exit marker was written: an exit path ran, so this was not a crash",
-                    Mismatch("/marker", "absent", "present", "CRASH-2"),
-                )
-            )
+        self.world.judge_now(self.world.record(self.name, "reaped", marker=self.marker.exists()))  # CRASH-2
         self.world.killed_at.append(f"{self.armed or 'kill'}")
 
     def _after_tool_kill(self) -> None:
@@ -492,7 +409,7 @@ class Worker:
             self.adapter.process = None
         # The kit reaps the adapter itself; a descendant it named must be gone too.
         if wrapper and pid is not None and not wait_pid_gone(pid, timeout=10.0):
-            raise Abort(self.fail(f"pid {pid} still runs 10 s after it was killed"))
+            raise self.errored(f"pid {pid} still runs 10 s after it was killed")
         self.adapter = None
         self.pid = None
         self.tool = False
@@ -513,37 +430,20 @@ class Worker:
                     self.case, Outcome.ERRORED, message=f"the power cut failed: {error}", fault_model=POWER_LOSS_MODEL
                 )
             ) from None
+        caches = {}
         for name in evidence.listing(self.world.state_dir / "tasks"):
             if name.startswith(".") or not name.endswith(".json"):
                 continue
-            status, raw = evidence.read_cache(self.world.state_dir, name[: -len(".json")])
-            if status in ("torn", "unreadable"):
-                self.world.moment_problems.append(
-                    Mismatch(
-                        f"/caches/{name}/after-power-cut",
-                        "a complete cache, old or new",
-                        raw[:80] if raw else "empty",
-                        "CACHE-3",
-                        "after a power cut the cache was torn or empty: its temporary file was not synced before "
-                        "the replace",
-                    )
-                )
+            caches[name] = list(evidence.read_cache(self.world.state_dir, name[: -len(".json")]))
+        self.world.record("kit", "caches-after-cut", caches=caches)  # CACHE-3 (cache.after_power_cuts)
 
     def stop(self) -> None:
         """Stop the worker in order (p1.worker.stop): it exits 0 through its exit path (RESUME-5)."""
         answer = self.ask("p1.worker.stop")
         code = answer.get("exitCode")
         assert self.marker is not None
-        self.world.record(self.name, "stopped", exitCode=code, marker=self.marker.exists())
-        if code != 0:
-            raise Abort(self.fail("an orderly stop did not exit 0", Mismatch("/stop/exitCode", 0, code, "RESUME-5")))
-        if not self.marker.exists():
-            raise Abort(
-                self.fail(
-                    "the exit path never wrote the marker, so a kill cannot be told from an orderly exit",
-                    Mismatch("/marker", "present", "absent", "ADP-2"),
-                )
-            )
+        # RESUME-5 and ADP-2: status 0, through the exit path (resume.orderly_stops, processes.crashes)
+        self.world.judge_now(self.world.record(self.name, "stopped", exitCode=code, marker=self.marker.exists()))
         self.read_settings()  # the adapter answers for the process that just exited (ADP-3)
         self.pid = None
         if self.primary:
@@ -566,7 +466,7 @@ class Worker:
         try:
             return evidence.read_journal(self.state_dir)
         except evidence.JournalUnreadable as error:
-            raise Abort(self.fail(str(error), Mismatch("/journal", "readable as JNL-1", str(error), "JNL-1"))) from None
+            raise self.world.stop("journal", "unreadable", worker=self.name, error=str(error)) from None
 
     def observe_journal(self, why: str = "wait") -> list[evidence.Row]:
         """``read_journal``, its rows recorded as a read of this worker's journal (JNL-4)."""
@@ -580,10 +480,6 @@ class Worker:
             if process is not None:
                 self.tail = process.stderr_tail()
             self.adapter = None
-
-
-def _disk_text(fault: Mapping[str, Any]) -> str:
-    return f"({fault['errno']} from {fault['op']} #{fault['hit']} of the {fault['file']})"
 
 
 def _latest_task_rows(state_dir: Path) -> tuple[list[evidence.Row], list[evidence.Row]]:

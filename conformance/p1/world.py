@@ -17,19 +17,21 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance._process import LineProcess, new_token, sweep_marked
+from resumekit.conformance.events import Event
 from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.history import History
 from resumekit.conformance.p1 import evidence
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.cases import ScenarioCase
+from resumekit.conformance.p1.checks import rules
 from resumekit.conformance.p1.origin import Origin, create_origin
 from resumekit.conformance.p1.watch import RootWatch, end_tools
 from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss
@@ -44,6 +46,15 @@ DECOY_FILES = {"keep.txt": "precious\n", "deep/also.txt": "precious too\n"}
 
 class Unreached(Exception):
     """The worker went idle without reaching its armed failpoint: a crash loop has visited every point."""
+
+
+class Stop(Exception):
+    """The scenario cannot go on from what a worker just did, which the harness recorded and a rule that stops
+    scenarios found wrong: its mismatches are the verdict (``checks.rules.halt``)."""
+
+    def __init__(self, mismatches: Sequence[Mismatch]) -> None:
+        super().__init__(mismatches[0].note if mismatches else "stopped")
+        self.mismatches = tuple(mismatches)
 
 
 @dataclass
@@ -67,6 +78,7 @@ class World:
     kill_event: threading.Event = field(default_factory=threading.Event)
     changed_at: int = 0  # the control plane's log length at the kit's last change of the world
     layer: PowerLayer | None = None  # the power-loss layer over state_dir, under power loss
+    profile: str = "strict"  # the profile the run compares in: the rules that stop a scenario read it
     exports: int = 0
     kills: int = 0  # soak rounds that killed the worker
     swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
@@ -154,9 +166,20 @@ class World:
             "journal", "read", journal="second" if second else "first", why=why, rows=[dict(r) for r in rows], **context
         )
 
-    def record(self, actor: str, kind: str, **data: Any) -> None:
+    def record(self, actor: str, kind: str, **data: Any) -> Event | None:
         """Record one thing the kit did or saw in this world."""
-        self.history.record(actor, kind, **data)
+        return self.history.record(actor, kind, **data)
+
+    def judge_now(self, event: Event | None) -> None:
+        """Ask the rules that stop a scenario about *event*, just recorded: Stop when one of them fails on it."""
+        found = rules.halt_at(event, self.profile)
+        if found:
+            raise Stop(found)
+
+    def stop(self, actor: str, kind: str, **data: Any) -> Stop:
+        """Record what a worker did that the scenario cannot go on from, and the Stop the rules make of it."""
+        event = self.record(actor, kind, **data)
+        return Stop(rules.halt_at(event, self.profile) or rules.unjudged_stop(kind, event))
 
     def home(self, worker: str | None) -> tuple[Path, Path]:
         """The workspace root and state directory of the worker behind a base-URL name."""

@@ -1,0 +1,20 @@
+"""The P1 verdict: a table of rules, each a pure check of one case's recorded history (docs/spec/p1.md).
+
+The harness records what it did and saw (``conformance.history``); it never judges. A check is a function
+``(history, scenario) -> list[Mismatch]`` in the module of the spec section whose clauses it enforces, and
+``rules.RULES`` is the table of every check: its name, the clauses it may fail, and when it judges. A
+check reads the history only through ``story.Story``'s views and never reads a file or talks to a process
+(``tests/test_purity.py`` keeps every module here pure), so a verdict is a function of the history and the
+scenario, and a check is tested on a history written by hand.
+
+Two moments to judge:
+
+- ``at_stop`` rules judge as the run goes. The harness asks them (``rules.halt``) after it records what a
+  worker did at a moment it cannot go on from (blocked at another failpoint, an exit that was no crash, a
+  wait that never ended); when one fails, the run stops there and its mismatches are the verdict.
+- every rule judges a run that took all its steps, over the whole history.
+
+The sections: ``journal`` (JNL), ``cache`` (CACHE), ``resume`` (PHASE, RESUME, SCOPE), ``submission`` (KEY,
+SUB), ``commit`` (COMMIT and the origin's CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN and the
+decoys), ``processes`` (WRK, CRASH-2, ADP), ``convergence`` (OUT, FPT and each task's expected outcome).
+"""

@@ -1,0 +1,125 @@
+"""The worker's processes (docs/spec/p1.md, sections 1 and 15): what the adapter reports of them, how they end
+(WRK-3, ADP-2, CRASH-2), and what outlives them (WRK-5).
+
+The harness records what a worker process answered or did when the scenario could not go on from it: a
+reply that is no object, a pid the kit may not kill, a state other than the one waited for, a wait that
+never ended, an idle worker that never claimed, a kill whose exit marker was written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from resumekit.conformance.events import Event
+from resumekit.conformance.p1 import views
+from resumekit.conformance.p1.checks.story import Scenario, Story
+from resumekit.conformance.p1.moment_checks import tool_problems, watch_problems
+from resumekit.conformance.results import Mismatch
+
+
+def _seen(history: Story, kind: str) -> list[Event]:
+    return history.of(None, kind)
+
+
+def replies(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-2: every reply to a ``p1.worker`` command is an object, and its pid one the kit may kill."""
+    found = []
+    for event in _seen(history, "not-an-object"):
+        cmd, value = event.get("cmd"), event.get("value")
+        note = f"{cmd} answered {value!r}, not an object"
+        found.append(Mismatch(f"/{cmd}", "an object", value, "ADP-2", note, event=event.seq))
+    for event in _seen(history, "pid-refused"):
+        where, pid = event.get("where"), event.get("pid")
+        note = (
+            f"{where} reported pid {pid!r}, which the kit will not kill: it is not the adapter or one of its "
+            "descendants"
+        )
+        expected = "the adapter's pid or a descendant's"
+        found.append(Mismatch(f"/{where}/pid", expected, pid, "ADP-2", note, event=event.seq))
+    for event in _seen(history, "not-running"):
+        note = "the scenario kills a worker that is not running: the adapter's process ended before the kill"
+        found.append(Mismatch("/kill", "a running worker", None, "ADP-2", note, event=event.seq))
+    return found
+
+
+def kit_files(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-2 and ADP-3: a file of the kit's (the journal log, the tool's files) that a process of the worker's
+    took the place of, so that the kit could not make it."""
+    found = []
+    for event in _seen(history, "kit-file-taken"):
+        name, refused = event.get("name"), event.get("refused")
+        note = f"the kit could not make {event.get('what')}: {refused} (a process of the worker's put it there)"
+        clause = str(event.get("clause"))
+        found.append(Mismatch(f"/scratch/{name}", "a file of the kit's", refused, clause, note, event=event.seq))
+    return found
+
+
+def waits(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-2, OUT-2 and WRK-3: a wait ends in the state waited for, in time, and an idle worker claims."""
+    found = []
+    for event in _seen(history, "not-as-waited"):
+        if event.get("diskFault"):
+            continue  # JNL-8's (journal.fatal_exits)
+        wanted, state, answer = event.get("wanted"), event.get("state"), event.get("answer")
+        note = f"waited for the worker to be {wanted}, it is {state}"
+        found.append(Mismatch("/wait/state", wanted, answer, "ADP-2", note, event=event.seq))
+    for event in _seen(history, "not-in-time"):
+        wanted, state = event.get("wanted"), event.get("state")
+        note = f"the worker was not {wanted} within {event.get('seconds'):.0f} s"
+        found.append(Mismatch("/wait/state", wanted, state, "OUT-2", note, event=event.seq))
+    for event in _seen(history, "no-claim"):
+        note = (
+            f"the worker said it is idle, but it sent no claim in the {event.get('seconds'):.0f} s since the kit's "
+            f"last change, so it never asked for the work the kit offered (waiting for {event.get('wanted')!r})"
+        )
+        expected = "a claim after the kit's last change"
+        found.append(Mismatch("/requests/claims", expected, None, "WRK-3", note, event=event.seq))
+    return found
+
+
+def kill_points(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-2 (the tool) and the scenario's kit-side kill points: the worker reached the point armed."""
+    found = []
+    for event in _seen(history, "tool-never-ran"):
+        note = (
+            "the kit's tool never announced itself: the worker did not run the tool of p1.worker.start in a "
+            "workspace (or it never reached a verified workspace)"
+        )
+        found.append(Mismatch("/tool", "the tool started in a workspace", None, "ADP-2", note, event=event.seq))
+    for event in _seen(history, "kill-point-not-reached"):
+        note = "the armed kit-side kill point was never reached"
+        found.append(Mismatch("/faults/KillPoint", event.get("points"), None, None, note, event=event.seq))
+    return found
+
+
+def crashes(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """CRASH-2 (Phase 0) and ADP-2: a kill runs no exit path, an orderly stop runs it."""
+    found = []
+    for event in _seen(history, "reaped"):
+        if event.get("marker"):
+            note = "the exit marker was written: an exit path ran, so this was not a crash"
+            found.append(Mismatch("/marker", "absent", "present", "CRASH-2", note, event=event.seq))
+    for event in _seen(history, "stopped"):
+        if event.get("exitCode") == 0 and not event.get("marker"):
+            note = "the exit path never wrote the marker, so a kill cannot be told from an orderly exit"
+            found.append(Mismatch("/marker", "present", "absent", "ADP-2", note, event=event.seq))
+    return found
+
+
+def tool(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-2 and WRK-4: a worker started with the kit's tool ran it, in a workspace directly under the root;
+    without it the WRK-5 watch would prove nothing."""
+    if not any(event.get("tool") for event in history.of(None, "started")):
+        return []
+    announced = [entry for entry in history.log if entry.get("kind") == "tool_started"]
+    world = views.last_of(history.events, "kit", "world")
+    root = str(world.get("workspaceRoot")) if world is not None else ""
+    return tool_problems(announced, root)
+
+
+def watch(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """WRK-5: nothing the root held when the next worker started changed after its first request."""
+    found = []
+    for event in history.of("watch", "changes"):
+        found += [dataclasses.replace(m, event=event.seq) for m in watch_problems(event.get("changes", {}))]
+    return found

@@ -1,0 +1,170 @@
+"""The table of P1 rules: every check, the clauses it may fail, and when it judges; and the loops that run it.
+
+A rule's check is ``(history, scenario) -> list[Mismatch]``. ``judge`` runs every rule whose conditions hold
+over the history of a run that took all its steps; ``halt`` runs the rules marked ``at_stop`` over what the
+harness just recorded, so that a scenario stops where a worker did something it cannot go on from. Every
+mismatch is stamped with the name of the rule that made it, and the mismatches of one clause are capped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from resumekit.conformance.events import Event
+from resumekit.conformance.p1 import convergence_checks as convergence
+from resumekit.conformance.p1 import damage_checks as damage
+from resumekit.conformance.p1 import effect_checks as effects
+from resumekit.conformance.p1 import origin_checks as origins
+from resumekit.conformance.p1 import pacing_checks as pacing
+from resumekit.conformance.p1 import renewal_checks as renewals
+from resumekit.conformance.p1 import resume_checks
+from resumekit.conformance.p1 import row_checks as row
+from resumekit.conformance.p1 import settings_checks as settings
+from resumekit.conformance.p1 import submission_checks as submission
+from resumekit.conformance.p1.checks import cache, failpoints, journal, processes, resume
+from resumekit.conformance.p1.checks.story import Scenario, Story
+from resumekit.conformance.results import Mismatch
+
+Check = Callable[[Story, Scenario], list[Mismatch]]
+MAX_PER_CLAUSE = 20  # mismatches of one clause a result lists; one more counts the rest
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One check of the table: its name (``<section>.<check>``), the clauses it may fail, and when it judges."""
+
+    name: str
+    clauses: tuple[str, ...]
+    check: Check
+    at_stop: bool = False  # also judged as the run goes: a failure stops the scenario there
+    strict: bool = False  # only in the strict profile
+    idle: bool = False  # only when the run ended with the worker idle
+
+
+def _second(check: Check) -> Check:
+    """A check of the first worker's journal run on a scenario's second worker's, its pointers marked."""
+
+    def run(history: Story, scenario: Scenario) -> list[Mismatch]:
+        if not history.second_rows:
+            return []
+        found = check(history.second(), scenario)
+        return [dataclasses.replace(m, pointer="/second-worker" + m.pointer) for m in found]
+
+    return run
+
+
+def _rows(check: Callable[..., list[Mismatch]], *columns: str) -> Check:
+    """A check of some of the story's views, taken in order (the journal's rows, its snapshots)."""
+    return lambda history, scenario: check(*(getattr(history, column) for column in columns))
+
+
+def _story(check: Callable[[Any], list[Mismatch]]) -> Check:
+    """A check that reads the story's views by the names ``Story`` gives them."""
+    return lambda history, scenario: check(history)
+
+
+RULES: tuple[Rule, ...] = (
+    # what stops a scenario where it stands
+    Rule("failpoints.block", ("FPT-1", "FPT-2", "CACHE-2", "SUB-1", "COMMIT-5"), failpoints.block, at_stop=True),
+    Rule("journal.readable", ("JNL-1",), journal.readable, at_stop=True),
+    Rule("journal.fatal_exits", ("JNL-8",), journal.fatal_exits, at_stop=True),
+    Rule("processes.replies", ("ADP-2",), processes.replies, at_stop=True),
+    Rule("processes.kit_files", ("ADP-2", "ADP-3"), processes.kit_files, at_stop=True),
+    Rule("processes.waits", ("ADP-2", "OUT-2", "WRK-3"), processes.waits, at_stop=True),
+    Rule("processes.kill_points", ("ADP-2",), processes.kill_points, at_stop=True),
+    Rule("processes.crashes", ("CRASH-2", "ADP-2"), processes.crashes, at_stop=True),
+    Rule("resume.orderly_stops", ("RESUME-5",), resume.orderly_stops, at_stop=True),
+    # what the whole history shows once the run took every step
+    Rule("cache.after_power_cuts", ("CACHE-3",), cache.after_power_cuts),
+    Rule("processes.tool", ("ADP-2",), processes.tool),
+    Rule("processes.watch", ("WRK-5",), processes.watch),
+    Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
+         _rows(row.journal_checks, "rows", "snapshots")),
+    Rule("submission.side_effects", ("COMMIT-3", "KEY-1", "SUB-4", "TASK-2"), _story(effects.side_effect_checks)),
+    Rule("submission.backing", ("SUB-7",), _story(effects.submitted_backing)),
+    Rule("submission.exact_match", ("SUB-5",), _story(submission.exact_match_checks)),
+    Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), _rows(row.reuse_checks, "rows")),
+    Rule("submission.keys", ("KEY-1", "KEY-2"), _story(effects.key_checks)),
+    Rule("leases.lost", ("LEASE-4",), _story(effects.lease_checks)),
+    Rule("leases.renewals", ("LEASE-3",), _story(renewals.renewal_checks)),
+    Rule("processes.kit_paths", ("CP-22",), _story(effects.kit_path_checks)),
+    Rule("commit.origins", ("COMMIT-2", "COMMIT-3"), _story(origins.origin_checks)),
+    Rule("processes.pacing", ("WRK-3",), _story(pacing.pacing_checks)),
+    Rule("resume.open_attempts", ("RESUME-1",), _story(resume_checks.resume_checks)),
+    Rule("resume.stops", ("RESUME-5",), _story(resume_checks.stop_checks)),
+    Rule("convergence.idle", ("CACHE-1", "CACHE-4", "COMMIT-4", "LEASE-5", "PHASE-4"),
+         _story(convergence.idle_checks), idle=True),
+    Rule("cache.damaged", ("CACHE-4",), _story(damage.cache_damage_checks), idle=True),
+    Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), _rows(settings.settings_checks, "settings")),
+    Rule("cleanup.decoys", ("CLEAN-2",), _story(damage.decoy_checks)),
+    Rule("resume.superseded", ("SCOPE-7",), _rows(row.superseded_checks, "rows"), strict=True),
+    Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), _story(effects.delivery_checks), strict=True),
+    Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
+         _second(_rows(row.journal_checks, "rows", "snapshots"))),
+    Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), _second(_rows(row.reuse_checks, "rows"))),
+    Rule("submission.second_worker_backing", ("SUB-7",), _second(_story(effects.submitted_backing))),
+    Rule("resume.second_worker_superseded", ("SCOPE-7",), _second(_rows(row.superseded_checks, "rows")), strict=True),
+    Rule("convergence.outcomes", ("COMMIT-3", "FPT-4", "OUT-2", "PHASE-4", "SCOPE-1", "SCOPE-3", "SUB-6"),
+         lambda history, scenario: convergence.outcome_checks(scenario.expect, scenario.names, history)),
+)
+BY_NAME = {rule.name: rule for rule in RULES}
+
+
+def _applies(rule: Rule, history: Story) -> bool:
+    return (not rule.strict or history.strict) and (not rule.idle or history.idle)
+
+
+def _run(rules: Sequence[Rule], history: Story, scenario: Scenario) -> list[Mismatch]:
+    found = []
+    for rule in rules:
+        if _applies(rule, history):
+            found += [dataclasses.replace(m, check=rule.name) for m in rule.check(history, scenario)]
+    return found
+
+
+def judge(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """Every rule's findings over the history of a run that took all its steps; an empty list is a pass."""
+    return _run(RULES, history, scenario)
+
+
+def halt(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """The findings of the rules that stop a scenario, over *history* (what the harness just recorded)."""
+    return _run([rule for rule in RULES if rule.at_stop], history, scenario)
+
+
+def halt_at(event: Event | None, profile: str) -> list[Mismatch]:
+    """The findings of the rules that stop a scenario about one event the harness just recorded."""
+    return [] if event is None else halt(Story([event], profile), Scenario({}, {}, profile))
+
+
+def unjudged_stop(kind: str, event: Event | None) -> list[Mismatch]:
+    """Why a scenario stopped when no rule judged what stopped it: the history was too full to record it (a
+    worker that flooded the kit), or the harness stopped at a kind no rule knows, which is the kit's fault."""
+    if event is None:
+        note = f"the scenario stopped at {kind!r}, which the history, full, could not record"
+        return [Mismatch("/history", "room to record why the scenario stopped", kind, None, note, check="rules.halt")]
+    note = f"the scenario stopped at {kind!r}, which no rule judges"
+    return [Mismatch("/history", "a rule for each stop", kind, None, note, check="rules.halt", event=event.seq)]
+
+
+def capped(found: Sequence[Mismatch], limit: int = MAX_PER_CLAUSE) -> list[Mismatch]:
+    """*found* with at most *limit* mismatches of each clause, in their order, and after the last one listed,
+    one that counts those left out: a worker that makes 100,000 refs fails COMMIT-3 in a report a person can
+    read, not in 100,000 entries."""
+    kept: list[Mismatch] = []
+    seen: dict[str | None, int] = {}
+    for item in found:
+        seen[item.clause] = seen.get(item.clause, 0) + 1
+        if seen[item.clause] <= limit:
+            kept.append(item)
+    for clause, count in seen.items():
+        if count > limit:
+            at = max(i for i, item in enumerate(kept) if item.clause == clause) + 1
+            left = count - limit
+            note = f"{left} more mismatch(es) of {clause or 'no clause'} like those above, not listed"
+            pointer, expected = f"/{clause or 'mismatches'}/more", f"at most {limit} listed"
+            kept.insert(at, Mismatch(pointer, expected, left, clause, note, check="rules.capped"))
+    return kept

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import convergence_checks as convergence
@@ -108,7 +108,7 @@ RULES: tuple[Rule, ...] = (
     Rule("submission.second_worker_backing", ("SUB-7",), _second(_story(effects.submitted_backing))),
     Rule("resume.second_worker_superseded", ("SCOPE-7",), _second(_rows(row.superseded_checks, "rows")), strict=True),
     Rule("convergence.outcomes", ("COMMIT-3", "FPT-4", "OUT-2", "PHASE-4", "SCOPE-1", "SCOPE-3", "SUB-6"),
-         lambda history, scenario: convergence.outcome_checks(scenario.expect, scenario.names, history)),
+         lambda history, scenario: convergence.outcome_checks(scenario.expect, scenario.names, cast(Any, history))),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
 

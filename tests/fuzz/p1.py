@@ -74,6 +74,10 @@ ATTACKS = [
     Attack("fifo-in-the-sibling-decoy", "p1-cleanup-never-enters-a-sibling-named-like-the-root",
            clauses=("CLEAN-2",)),
     Attack("fifo-where-the-watch-looks", "p1-strict-tool-tree-dies-with-the-worker", clauses=("WRK-5",)),
+    # Daemons the case's marker does not show: the case's subreaper adopts them (Linux).
+    Attack("environment-rebuilt", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
+    Attack("marker-overwritten", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="erased"),
+    Attack("fork-loop", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
 ]
 
 

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, places, traffic
+from tests.fuzz.p1_workers import _base, files, places, procs, traffic
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -41,6 +41,9 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "tampered-file-is-a-directory": places.TamperedFileIsADirectory,
     "fifo-in-the-sibling-decoy": places.FifoInTheSiblingDecoy,
     "fifo-where-the-watch-looks": places.FifoWhereTheWatchLooks,
+    "environment-rebuilt": procs.RebuildsTheEnvironment,
+    "marker-overwritten": procs.OverwritesTheMarker,
+    "fork-loop": procs.ForksOnAndOn,
 }
 
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from resumekit.conformance._process import (
     NotInTree,
     ProcessGone,
     escaped,
+    kill_all,
     new_token,
     procfs,
     reapers,
@@ -248,3 +250,23 @@ def test_a_server_that_died_is_started_again(token: str) -> None:
     assert _started(again)[0] == again.pid
     assert reapers._SERVER[0] is not server
     again.kill()
+
+
+def test_an_interrupted_run_or_an_abandoned_case_has_its_reapers_kill_what_is_below_them(
+    token: str, tmp_path: Path
+) -> None:
+    probe = str(tmp_path / "probe")
+    Path(probe).touch()
+    leaves = _leaves(procs._SLEEPS, probe, rebuilt=True)
+    process = LineProcess([sys.executable, "-c", leaves], case_token=token)
+    assert process.receive(60) == b"left\n"
+    assert process._reaper is not None
+    held = [os.pidfd_open(pid) for pid in (_daemon(probe), process._reaper.reaper)]
+    try:
+        assert kill_all(owner=threading.get_ident()) == 1  # as the runner does for a case it abandoned
+        assert ready_pidfds(held[:1], 30) == held[:1], "the daemon outlived its abandoned case"
+        assert ready_pidfds(held[1:], 30) == held[1:], "the reaper outlived its abandoned case"
+        assert _gone(probe)
+    finally:
+        for fd in held:
+            os.close(fd)

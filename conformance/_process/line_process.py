@@ -27,7 +27,7 @@ from typing import IO
 from resumekit.conformance._process.errors import LineTooLong, NotInTree, ProcessGone, ReadTimeout
 from resumekit.conformance._process.lines import MAX_LINE, _SelectedLines, _Tail, _ThreadedLines
 from resumekit.conformance._process.pids import pidfd_open, plausible_pid, ready_pidfds
-from resumekit.conformance._process.reapers import Reaper, usable
+from resumekit.conformance._process.reapers import Reaper, abort, usable
 
 if sys.platform == "win32":
     from resumekit.conformance._process.windows import _Job
@@ -41,8 +41,10 @@ def kill_all(owner: int | None = None) -> int:
     """End the tree of every process the kit started and has not ended yet; return how many.
 
     With *owner* (a thread's ident), only the processes that thread started: those of one case the runner
-    abandoned, while the other cases' processes run on. Safe to call from a signal handler: it only sends
-    kills (SIGKILL to each group, or terminates each job), and never waits.
+    abandoned, while the other cases' processes run on. The subreapers of their cases (all of them, without
+    *owner*) kill what is below them and exit. Without *owner* it is safe to call from a signal handler: it
+    only sends kills (SIGKILL to each group, SIGTERM to each subreaper, or terminates each job), and never
+    waits.
     """
     with _LIVE_LOCK:
         live = [process for process in _LIVE if owner is None or process.owner == owner]
@@ -53,6 +55,7 @@ def kill_all(owner: int | None = None) -> int:
             with contextlib.suppress(OSError):
                 process._end_tree()
             ended += 1
+    abort(None if owner is None else {process._reaper.case for process in live if process._reaper is not None})
     return ended
 
 

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -65,6 +65,20 @@ def usable() -> bool:
 def running() -> frozenset[int]:
     """The pids of the reapers the kit has not ended yet (each still its own: the server keeps it unreaped)."""
     return frozenset(_RUNNING)
+
+
+def abort(cases: Collection[str] | None = None) -> None:
+    """Have the reapers of *cases* (None: every one not ended) kill everything below them and exit at once
+    (SIGTERM), as when a run is interrupted or a case abandoned. With *cases* None it only sends signals, to
+    pids the server still keeps: a signal handler may call it."""
+    if cases is None:
+        pids = frozenset(_RUNNING)
+    else:
+        with _REGISTERED_LOCK:
+            pids = frozenset(r.reaper for case in cases for r in _REGISTERED.get(case, ()) if r.reaper in _RUNNING)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def take(case: str) -> list[Reaper]:
@@ -266,9 +280,9 @@ class Reaper:
             if line is None:
                 break
             self._take(line)
+        _RUNNING.discard(self.reaper)  # before the server reaps it: a pid in _RUNNING is always the reaper's
         with contextlib.suppress(OSError):
             _server_ask(b"reap %d" % self.reaper)
-        _RUNNING.discard(self.reaper)
         self._reading = False
         os.close(self._report)
         for fd in (self._pidfd, self._reaper_fd):

@@ -21,7 +21,8 @@ It keeps the adapter unreaped until the kit writes ``r``: until then the adapter
 process group, cannot be given to another process while the kit may still signal them. Every other child is
 reaped as it ends. Once the adapter is reaped and no child is left, nothing can be orphaned to it any more,
 and it exits. When CONTROL reaches its end, as it does when the kit closes it at the end of the case or dies
-however it dies, it kills every process below it, reaps them all, and exits.
+however it dies, it kills every process below it, reaps them all, and exits; so it does on SIGTERM too
+(``reapers.abort``: the run was interrupted, or the case abandoned).
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def _reaper(fds: list[int]) -> int:
     for fd in (control, report):
         os.set_inheritable(fd, False)  # the adapter gets none of the kit's pipes but its three
     subreaper, _ = _prctl(_PR_SET_CHILD_SUBREAPER, 1), _prctl(_PR_SET_DUMPABLE, 0)
+    signal.signal(signal.SIGTERM, _aborted)  # the kit's run was interrupted, or the case abandoned
     wake = _wake_on_children()  # before the adapter starts: no child's end is missed
     adapter = None
     try:
@@ -155,6 +157,11 @@ def _libc() -> ctypes.CDLL | None:
         with contextlib.suppress(OSError):
             _LIBC.append(ctypes.CDLL(None, use_errno=True))
     return _LIBC[0] if _LIBC else None
+
+
+def _aborted(number: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the end that follows is not cut short
+    raise _Gone
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -385,6 +392,7 @@ def _kill(pid: int, tree: set[int]) -> None:
 def _end(wake: int, report: int, adapter: _Adapter | None) -> None:
     """Kill every process below this one and reap them all, saying the adapter's status if not said yet;
     return once no child is left."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # already ending
     poller = select.poll()
     poller.register(wake, select.POLLIN)
     while True:

@@ -8,6 +8,7 @@ double-forks and leaves the session, which fails WRK-5 by name and is gone after
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -289,3 +290,70 @@ def test_only_a_young_process_is_read_again_for_its_environment(children: list[s
     young.kill()
     young.wait()
     assert not escaped._may_be_in_exec(young.pid)  # gone: nothing to wait for
+
+
+# -- processes the marker does not show: found below the case's subreaper --------------------------------
+
+
+@needs_git
+@linux
+@pytest.mark.parametrize("attack", ["environment-rebuilt", "marker-overwritten", "fork-loop"])
+def test_a_daemon_hidden_from_the_marker_fails_wrk_5_by_name_and_is_gone_after_the_run(
+    attack: str, tmp_path: Path
+) -> None:
+    # The hostile workers of the campaign (tests/fuzz/p1_workers/procs.py): each leaves a daemon that names the
+    # probe file on its command line, started with an environment made from nothing, or writing over its marker
+    # in place, or forking on and on; none carries the case's marker where /proc reads it.
+    probe = tmp_path / "probe"
+    adapter = python_command("-m", "tests.fuzz.p1_workers", attack, str(probe))
+    try:
+        code, document, output = run_resumekit(
+            tmp_path / "report.json",
+            "--kind",
+            "p1",
+            "--adapter",
+            adapter,
+            "--only",
+            "p1-capture-completes",
+            guard=GUARD,
+        )
+        said = probe.read_text(encoding="utf-8")
+        group = int(said.split()[2])  # the daemon's process group: the same however often it forks
+        left = _running_with(str(probe)), _group_alive(group)
+    finally:
+        _kill_group(probe)  # never left by the test, whatever the kit did
+    assert said.startswith("daemon ") and ("erased " in said or attack != "marker-overwritten"), said
+    assert left == ([], False), f"a daemon of {attack} outlived the run: {left}"
+    assert code == 1, output
+    (result,) = document["results"]
+    assert result["outcome"] == "failed", result
+    (outlived,) = [m for m in result["mismatches"] if m.get("clause") == "WRK-5"]
+    actual = outlived["actual"]
+    assert "# resumekit fuzz: a process hidden from the case" in actual["command"], actual
+    assert _ended(actual["pid"])
+    note = "descended from an adapter process of the case (the case's subreaper adopted it), without the case's"
+    assert note in result["message"], result["message"]
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill_group(probe: Path) -> None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        os.killpg(int(probe.read_text(encoding="utf-8").split()[2]), signal.SIGKILL)
+
+
+def _running_with(text: str) -> list[int]:
+    """The processes whose command line holds *text*."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                    found.append(int(name))
+    return found

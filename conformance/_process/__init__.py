@@ -18,12 +18,21 @@ stderr are kept. POSIX pipes can be waited on with select; Windows pipes cannot,
 thread hands chunks over through a bounded queue. No thread that reads a pipe ever has that pipe
 closed under it: a reader closes its own end when it sees the end of the stream.
 
-The package's modules, each re-exported here: ``errors`` (what the plumbing raises), ``lines`` (reading
-the pipes), ``line_process`` (the adapter process and its tree), ``pids`` (pids the kit did not start),
-``escaped`` (the processes of a case, marked in their environment, that outlived its adapters: found on
-Linux, named and killed) and ``windows`` (the Job Object, on Windows only). A name one of them shares
-with another keeps its leading underscore: it is the plumbing's own, and a reader class's name is what
-its tests are labelled by.
+On Linux an adapter process of a P1 case starts below a subreaper of the kit's (``reapers``, forked by the
+server of ``subreaper``): the adapter is the subreaper's child, not the kit's, in the same session and
+group of its own, with the same pipes; every process orphaned below it is reparented to the subreaper, so
+that the case's end finds it whatever its environment says. macOS and Windows have no child subreaper:
+there the adapter's group or job is all that ends what it started.
+
+The package's modules, each re-exported here or used by those that are: ``errors`` (what the plumbing
+raises), ``lines`` (reading the pipes), ``line_process`` (the adapter process and its tree), ``pids``
+(pids the kit did not start), ``reapers`` and ``subreaper`` (the subreaper of each adapter process of a
+P1 case, Linux: the kit's side, and the server that forks them), ``procfs`` (reading /proc), ``signs``
+(what makes a process one of a case's, and the kit's hold on it), ``escaped`` (the processes of a case,
+below its subreapers or marked in their environment, that outlived its adapters: found on Linux, named and
+killed) and ``windows`` (the Job Object, on Windows only). A name one of them shares with another keeps
+its leading underscore: it is the plumbing's own, and a reader class's name is what its tests are
+labelled by.
 """
 
 from __future__ import annotations

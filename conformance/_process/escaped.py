@@ -1,37 +1,48 @@
-"""Processes that escaped the adapter's tree: found by a marker in their environment, named, and killed.
+"""Processes that escaped the adapter's tree: found below the case's subreapers or by a marker in their
+environment, named, and killed.
 
 Every adapter process the kit starts for a P1 case carries ``RESUMEKIT_CASE_TOKEN=<a random token of the
 case>`` in its environment, as its first entry (``adapters.factory.with_marker``); whatever it starts
-inherits the entry unless it is given another environment. Once the case's adapters and their trees have
-ended, ``sweep_marked`` looks for every process that still carries the token, gives it a grace to end by
-itself (a worker's keeper ends its tools asynchronously), and then stops, names and kills each one left.
+inherits the entry unless it is given another environment. On Linux each also starts below a subreaper of
+its own (``reapers``), registered under the token, to which every process orphaned below the adapter is
+reparented. Once the case's adapters and their trees have ended, ``sweep_marked`` looks for every process
+of the case (``signs``: below one of its subreapers, or carrying the token), gives it a grace to end by
+itself (a worker's keeper ends its tools asynchronously), then stops, names and kills each one left, and
+ends the case's subreapers, each of which kills whatever is still below it.
 
 What each OS allows:
 
-- **Linux**: ``/proc/<pid>/environ`` holds the environment a process was started with (``execve``), for
+- **Linux**: a process cannot leave the tree below a subreaper: the kit reads each process's parent in
+  ``/proc/<pid>/stat``, the newest first, so that one forking on and on is read before it has moved on.
+  ``/proc/<pid>/environ`` shows the memory that holds the environment a process was started with, for
   every process the kit may read (the same user and dumpable; root reads all). The kit reads it
   defensively: a process may vanish between the listing and the read, a read may be refused (another
   user, a setuid program, ``PR_SET_DUMPABLE`` cleared: not seen), and at most ``ENVIRON_CAP`` bytes are
   read (the marker is put first so that it is within them). A zombie's environment reads empty: it is
-  dead already. Waiting uses pidfds (Linux 5.3 and later), which become readable when the process ends:
-  no sleep; without them the wait polls every ``POLL_S``. A kill goes through a pidfd opened *before* the
-  marker is read again, so a pid reused meanwhile by a stranger is never hit; without pidfds the marker
-  is read again just before ``kill``, which leaves a small window. Only marked processes are ever
-  signalled, one by one, never a process group: a group may hold a process the kit did not mark. Each
-  round stops (SIGSTOP) the marked processes it finds, so that none can fork an unseen child, and scans
-  again, until a scan finds nothing new; then every stopped one is killed (SIGKILL).
-- **macOS and Windows**: there is no portable way to read another process's environment (on macOS
-  only the undocumented ``KERN_PROCARGS2`` sysctl layout, on Windows only another process's memory
-  through its PEB, an undocumented layout), and the kit uses neither: ``sweep_marked`` looks at nothing
-  and says so (``Sweep.looked`` False, with the reason). What still holds there is the end of the adapter's
-  tree: on macOS the kill of its process group, which a process that left the group (``setsid``,
-  ``setpgid``) escapes unseen; on Windows the end of its Job Object, which takes every descendant, since
-  the kit's job allows no breakaway (but for one started in the instant before the adapter joined the
-  job), and no process started outside the tree (through a service, the task scheduler or WMI).
+  dead already. The marker is a second sign, and a weak one alone: a process started with its environment
+  rebuilt (``env -i``) does not carry it, and one that writes over those bytes in its own memory erases it
+  (``setenv`` does not: it puts the new entry elsewhere). Waiting uses pidfds (Linux 5.3 and later), which
+  become readable when the process ends: no sleep; without them the wait polls every ``POLL_S``. A kill
+  goes through a pidfd opened *before* the sign is read again, so a pid reused meanwhile by a stranger is
+  never hit; without pidfds the sign is read again just before ``kill``, which leaves a small window. A
+  marked process is signalled alone, never its group: a group may hold a process the kit did not mark. A
+  process below a subreaper in a session made below it (not the kit's, not a subreaper's) has its group
+  signalled too: every member of such a group is below the subreaper as well, and a group stops as a
+  whole, atomically with any fork in it. Each round stops (SIGSTOP) the processes it finds, so that none
+  can fork an unseen child, and scans again, until a scan finds nothing new and no subreaper has a child
+  left that the scans could not hold; then every stopped one is killed (SIGKILL).
+- **macOS and Windows**: there is no child subreaper, and no portable way to read another process's
+  environment (on macOS only the undocumented ``KERN_PROCARGS2`` sysctl layout, on Windows only another
+  process's memory through its PEB, an undocumented layout), and the kit uses neither: ``sweep_marked``
+  looks at nothing and says so (``Sweep.looked`` False, with the reason). What still holds there is the
+  end of the adapter's tree: on macOS the kill of its process group, which a process that left the group
+  (``setsid``, ``setpgid``) escapes unseen; on Windows the end of its Job Object, which takes every
+  descendant, since the kit's job allows no breakaway (but for one started in the instant before the
+  adapter joined the job).
 
-Everywhere: a process started with an environment cleared or rebuilt without the marker (``env -i``,
-a service manager, a sandbox) escapes the marker and is not found; one that only changes its
-environment after it started (``setenv``) is still found, since ``environ`` shows what it started with.
+Everywhere: a process started outside the adapter's tree (through a service, the task scheduler, WMI, a
+daemon reached over a socket) is found only by the marker, on Linux, if it carries it; the orphans of an
+adapter that killed its own subreaper go to init and are found by the marker alone too.
 """
 
 from __future__ import annotations
@@ -44,20 +55,24 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterable, Iterator
 
-from resumekit.conformance._process.pids import pidfd_open, ready_pidfds
+from resumekit.conformance._process import procfs, reapers
+from resumekit.conformance._process.signs import (  # noqa: F401 (ENVIRON_CAP, POLL_S, _may_be_in_exec: named here)
+    ENVIRON_CAP,
+    POLL_S,
+    _carries,
+    _Handle,
+    _may_be_in_exec,
+    _Signs,
+    signal_groups,
+    wait_gone,
+)
 
 MARKER = "RESUMEKIT_CASE_TOKEN"  # the environment variable that marks the processes of one case
-ENVIRON_CAP = 1 << 20  # bytes of a process's environment read at most
 _CMDLINE_CAP = 1 << 16  # bytes of a command line read at most
 _SHOWN_CHARS = 240  # characters of a command line a description shows
 _SHOWN_WORD = 80  # characters of one word of it
 _SHOWN_FILES = 4  # open files a description names at most
-POLL_S = 0.01  # how often a wait polls, where no pidfd can be awaited
-_EXEC_RETRIES = 50  # reads, a millisecond apart, of the environment of a process caught inside its execve
-_PF_KTHREAD = 0x00200000  # the flag of a kernel thread in /proc/<pid>/stat
-_YOUNG_S = 1.0  # a process started this recently may still be inside its execve
 KILL_WAIT_S = 5.0  # how long a killed process may take to end before the sweep says it would not
 _MAX_ROUNDS = 50  # rounds of stop-and-scan before the sweep kills what it has, however many keep coming
 _STATES = {
@@ -78,11 +93,11 @@ def new_token() -> str:
 
 
 def cannot_look() -> str | None:
-    """Why the kit cannot look for marked processes on this system, or None where it can."""
+    """Why the kit cannot look for the processes of a case on this system, or None where it can."""
     if sys.platform == "darwin":
-        return "macOS offers no portable way to read another process's environment"
+        return "macOS offers no portable way to read another process's environment, and no child subreaper"
     if sys.platform == "win32":
-        return "Windows offers no portable way to read another process's environment"
+        return "Windows offers no portable way to read another process's environment, and no child subreaper"
     if not sys.platform.startswith("linux"):
         return f"reading another process's environment is not written for {sys.platform!r}"
     if not os.path.isdir("/proc/self"):
@@ -92,7 +107,8 @@ def cannot_look() -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class Escaped:
-    """One marked process that outlived the grace: what it was, and whether the kill ended it."""
+    """One process of the case that outlived the grace: what it was, which sign showed it for the case's, and
+    whether the kill ended it."""
 
     pid: int
     argv: tuple[str, ...]
@@ -100,6 +116,8 @@ class Escaped:
     state: str | None
     files: tuple[str, ...]
     ended: bool = True
+    marked: bool = True  # it carried the case's marker
+    below: bool = False  # it was below a reaper of the case (Linux)
 
     def command(self) -> str:
         """The command line as a shell would read it, each word cut after ``_SHOWN_WORD`` characters and the
@@ -119,10 +137,19 @@ class Escaped:
             parts.append(f"still there {KILL_WAIT_S:g} s after SIGKILL")
         return ", ".join(parts)
 
+    def signs(self, name: str = MARKER) -> str:
+        """How the kit knew it for one of the case's processes, as the middle of a sentence."""
+        below = "it descended from an adapter process of the case (the case's subreaper adopted it)"
+        if self.below and self.marked:
+            return f"{below} and carried the case's {name}"
+        if self.below:
+            return f"{below}, without the case's {name} in its environment,"
+        return f"it carried the case's {name}"
+
 
 @dataclasses.dataclass(frozen=True)
 class Sweep:
-    """What one sweep saw: whether it could look, the marked processes that ended within the grace, and
+    """What one sweep saw: whether it could look, the processes of the case that ended within the grace, and
     those that did not (each killed)."""
 
     looked: bool
@@ -136,194 +163,84 @@ def marked_pids(token: str, *, name: str = MARKER) -> list[int]:
     if cannot_look() is not None:
         return []
     entry = f"{name}={token}".encode()
-    return [pid for pid in _pids() if _carries(pid, entry)]
+    return [pid for pid in procfs.pids() if _carries(pid, entry)]
 
 
 def sweep_marked(token: str, grace: float, *, name: str = MARKER) -> Sweep:
-    """End every process marked with *token*: those that end within *grace* seconds are let be; every one
-    still there after it is stopped, described and killed, and named in ``Sweep.escaped``."""
+    """End every process of the case of *token*, marked with it or below one of its reapers: those that end
+    within *grace* seconds are let be; every one still there after it is stopped, described and killed, and
+    named in ``Sweep.escaped``. The case's reapers are ended after (each kills what is left below it)."""
     if not token:
         raise ValueError("an empty token marks nothing the kit may kill")
-    reason = cannot_look()
-    if reason is not None or sys.platform == "win32":
-        return Sweep(looked=False, reason=reason or "")
-    entry = f"{name}={token}".encode()
+    held = reapers.take(token)
+    try:
+        reason = cannot_look()
+        if reason is not None or sys.platform == "win32":
+            return Sweep(looked=False, reason=reason or "")
+        return _sweep(_Signs(f"{name}={token}".encode(), held), grace)
+    finally:
+        for reaper in held:
+            reaper.end()
+
+
+def _sweep(signs: _Signs, grace: float) -> Sweep:
+    if sys.platform == "win32":  # never called there (cannot_look): Windows has no SIGKILL
+        return Sweep(looked=False)
     with contextlib.ExitStack() as stack:
-        first = [handle for handle in (_Handle.open(pid, entry) for pid in _pids()) if handle is not None]
+        first = [handle for handle in (_Handle.open(pid, signs) for pid in signs.scan()) if handle is not None]
         for handle in first:
             stack.callback(handle.close)
-        _wait_gone(first, time.monotonic() + max(0.0, grace))
+        wait_gone(first, time.monotonic() + max(0.0, grace))
         ended = tuple(handle.pid for handle in first if handle.gone())
-        caught = _stop_all(entry, [h for h in first if not h.gone()], stack)
+        caught = _stop_all(signs, [h for h in first if not h.gone()], stack)
         for handle in caught:
             handle.send(signal.SIGKILL)
-        _wait_gone(caught, time.monotonic() + KILL_WAIT_S)
+        signal_groups(signs.groups, signal.SIGKILL)
+        wait_gone(caught, time.monotonic() + KILL_WAIT_S)
         escaped = tuple(dataclasses.replace(seen, ended=handle.gone()) for handle, seen in caught.items())
     return Sweep(looked=True, ended=ended, escaped=escaped)
 
 
-def _stop_all(entry: bytes, left: list[_Handle], stack: contextlib.ExitStack) -> dict[_Handle, Escaped]:
-    """Describe and stop every marked process still there, scanning again until nothing new turns up."""
+def _stop_all(signs: _Signs, left: list[_Handle], stack: contextlib.ExitStack) -> dict[_Handle, Escaped]:
+    """Describe and stop every process of the case still there (and the process groups of those below a reaper),
+    scanning again until nothing new turns up, and no reaper has a child the scans could not read."""
     caught: dict[_Handle, Escaped] = {}
     if sys.platform == "win32":  # never called there (cannot_look): Windows has no SIGSTOP
         return caught
     known = {handle.pid for handle in left}
-    fresh = left
-    for _ in range(_MAX_ROUNDS):
+    fresh, rounds, deadline = left, 0, time.monotonic() + KILL_WAIT_S
+    while rounds < _MAX_ROUNDS:
         for handle in fresh:
-            caught[handle] = _describe(handle.pid)
+            caught[handle] = dataclasses.replace(_describe(handle.pid), marked=handle.marked, below=handle.below)
             handle.send(signal.SIGSTOP)
-        fresh = []
-        for pid in _pids():
-            found = None if pid in known else _Handle.open(pid, entry)
+        signs.stop_groups(handle.group for handle in fresh if handle.group is not None)
+        fresh, stopped = [], len(signs.groups)
+        for pid in signs.scan(stop=True):
+            found = None if pid in known else _Handle.open(pid, signs)
             if found is not None:
                 stack.callback(found.close)
                 known.add(pid)
                 fresh.append(found)
-        if not fresh:
+        if fresh:
+            rounds += 1
+        elif time.monotonic() > deadline:
             break
+        elif len(signs.groups) == stopped and not signs.hidden(known):
+            break  # nothing new, no group newly stopped (whose members the next scan would find), nothing hidden
     for handle in fresh:  # still coming after every round: killed undescribed rather than left
-        caught[handle] = Escaped(handle.pid, (), None, None, ())
+        caught[handle] = Escaped(handle.pid, (), None, None, (), marked=handle.marked, below=handle.below)
+    signs.stop_groups(handle.group for handle in fresh if handle.group is not None)
     return caught
-
-
-class _Handle:
-    """One marked process, held by a pidfd where the system has them, so that a signal never hits a stranger."""
-
-    def __init__(self, pid: int, entry: bytes, pidfd: int | None) -> None:
-        self.pid, self.entry, self.pidfd = pid, entry, pidfd
-        self._gone = False
-
-    @classmethod
-    def open(cls, pid: int, entry: bytes) -> _Handle | None:
-        """A handle on *pid* if it is a live process that carries *entry*; None otherwise."""
-        if not _carries(pid, entry):  # the cheap test first: most processes are strangers
-            return None
-        pidfd = pidfd_open(pid)
-        if pidfd == -1:
-            return None  # gone already
-        if not _carries(pid, entry):  # read again after the pidfd was opened: the pidfd is this marked process
-            if pidfd is not None:
-                os.close(pidfd)
-            return None
-        return cls(pid, entry, pidfd)
-
-    def send(self, number: signal.Signals) -> None:
-        """Send signal *number* to this process, if it is still the marked one."""
-        if self._gone:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if self.pidfd is not None and sys.platform == "linux":
-                signal.pidfd_send_signal(self.pidfd, number)
-            elif _carries(self.pid, self.entry):
-                os.kill(self.pid, number)
-
-    def gone(self) -> bool:
-        """Whether the process has ended (a zombie counts: it runs nothing any more)."""
-        if not self._gone:
-            if self.pidfd is not None:
-                self._gone = bool(ready_pidfds([self.pidfd], 0.0))
-            else:
-                self._gone = not _carries(self.pid, self.entry)
-        return self._gone
-
-    def close(self) -> None:
-        """Close the pidfd, if any."""
-        pidfd, self.pidfd = self.pidfd, None
-        if pidfd is not None:
-            os.close(pidfd)
-
-
-def _wait_gone(handles: Iterable[_Handle], deadline: float) -> None:
-    """Wait until every handle's process has ended or *deadline* (time.monotonic) has passed."""
-    waiting = [handle for handle in handles if not handle.gone()]
-    while waiting:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return
-        fds = [h.pidfd for h in waiting if h.pidfd is not None]
-        if len(fds) == len(waiting):
-            ready_pidfds(fds, remaining)  # a pidfd becomes readable when its process ends
-        else:
-            time.sleep(min(POLL_S, remaining))
-        waiting = [handle for handle in waiting if not handle.gone()]
-
-
-def _pids() -> Iterator[int]:
-    """Every process id in /proc, but the kit's own."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return
-    me = os.getpid()
-    for name in names:
-        if name.isdigit() and int(name) != me:
-            yield int(name)
-
-
-def _read(path: str, cap: int) -> bytes | None:
-    """At most *cap* bytes of a /proc file, or None if it cannot be read (gone, refused)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    data = bytearray()
-    try:
-        while len(data) < cap:
-            chunk = os.read(fd, cap - len(data))
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return bytes(data)
-
-
-def _carries(pid: int, entry: bytes) -> bool:
-    """Whether process *pid* was started with the environment entry *entry* (``NAME=value``)."""
-    data = _read(f"/proc/{pid}/environ", ENVIRON_CAP)
-    if not data and _may_be_in_exec(pid):
-        # A process in the middle of its execve shows no environment yet: read again a moment later.
-        for _ in range(_EXEC_RETRIES):
-            time.sleep(0.001)
-            data = _read(f"/proc/{pid}/environ", ENVIRON_CAP)
-            if data:
-                break
-    if not data:
-        return False
-    entries = data.split(b"\0")
-    if len(data) >= ENVIRON_CAP:
-        entries.pop()  # cut at the cap: the last entry may be a part of a longer one
-    return entry in entries
-
-
-def _may_be_in_exec(pid: int) -> bool:
-    """Whether *pid*, whose environment reads empty, may be a process inside its execve: started within
-    the last second, and neither a kernel thread (which never has an environment) nor a zombie. A process
-    that emptied its environment long ago is not waited for on every sweep."""
-    if sys.platform == "win32":  # no /proc there: never asked
-        return False
-    stat = _read(f"/proc/{pid}/stat", 4096) or b""
-    uptime = _read("/proc/uptime", 64) or b""
-    fields = stat.rpartition(b")")[2].split()
-    try:
-        flags, started = int(fields[6]), int(fields[19]) / os.sysconf("SC_CLK_TCK")
-        age = float(uptime.split()[0]) - started
-    except (IndexError, ValueError, OSError):
-        return False
-    return fields[0] not in (b"Z", b"X") and not flags & _PF_KTHREAD and age < _YOUNG_S
 
 
 def _describe(pid: int) -> Escaped:
     """What is cheap to know of *pid*: its command line, working directory, state and open files."""
-    raw = _read(f"/proc/{pid}/cmdline", _CMDLINE_CAP) or b""
+    raw = procfs.read(f"/proc/{pid}/cmdline", _CMDLINE_CAP) or b""
     argv = tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
     cwd = None
     with contextlib.suppress(OSError):
         cwd = os.readlink(f"/proc/{pid}/cwd")
-    stat = (_read(f"/proc/{pid}/stat", 4096) or b"").rpartition(b")")[2].split()
+    stat = (procfs.read(f"/proc/{pid}/stat", 4096) or b"").rpartition(b")")[2].split()
     state = _STATES.get(stat[0].decode("ascii", "replace"), stat[0].decode("ascii", "replace")) if stat else None
     return Escaped(pid, argv, cwd, state, _open_files(pid))
 

@@ -5,6 +5,10 @@ Job Object that kills its members when the kit closes it. ``LineProcess.kill`` a
 end the whole group or job, so a grandchild cannot outlive the adapter or keep its pipes open;
 ``LineProcess.kill_member`` is the one way to kill a pid the adapter *names* (``phase0.crash.arm``), and
 it kills nothing that is not the adapter or one of its descendants.
+
+An adapter process of a P1 case (``case_token``) starts on Linux below a subreaper of its own
+(``reapers``): the adapter is then the reaper's child, not the kit's, and the reaper tells its exit status;
+everything above holds the same, and the pipes are the kit's as before.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import IO
 from resumekit.conformance._process.errors import LineTooLong, NotInTree, ProcessGone, ReadTimeout
 from resumekit.conformance._process.lines import MAX_LINE, _SelectedLines, _Tail, _ThreadedLines
 from resumekit.conformance._process.pids import pidfd_open, plausible_pid, ready_pidfds
+from resumekit.conformance._process.reapers import Reaper, abort, usable
 
 if sys.platform == "win32":
     from resumekit.conformance._process.windows import _Job
@@ -36,18 +41,21 @@ def kill_all(owner: int | None = None) -> int:
     """End the tree of every process the kit started and has not ended yet; return how many.
 
     With *owner* (a thread's ident), only the processes that thread started: those of one case the runner
-    abandoned, while the other cases' processes run on. Safe to call from a signal handler: it only sends
-    kills (SIGKILL to each group, or terminates each job), and never waits.
+    abandoned, while the other cases' processes run on. The subreapers of their cases (all of them, without
+    *owner*) kill what is below them and exit. Without *owner* it is safe to call from a signal handler: it
+    only sends kills (SIGKILL to each group, SIGTERM to each subreaper, or terminates each job), and never
+    waits.
     """
     with _LIVE_LOCK:
         live = [process for process in _LIVE if owner is None or process.owner == owner]
     ended = 0
     for process in live:
         # A process already reaped may have given its pid (its group id) to a stranger: leave it.
-        if process._popen.returncode is None:
+        if process._holds():
             with contextlib.suppress(OSError):
                 process._end_tree()
             ended += 1
+    abort(None if owner is None else {process._reaper.case for process in live if process._reaper is not None})
     return ended
 
 
@@ -74,23 +82,36 @@ class LineProcess:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         line_limit: int = MAX_LINE,
+        case_token: str | None = None,
     ) -> None:
         self.argv = list(argv)
         job = None
+        self._reaper: Reaper | None = None
+        self._stdin: IO[bytes]
+        self._stdout: IO[bytes]
+        self._stderr: IO[bytes]
         try:
             if sys.platform == "win32":
                 job = _Job()
-            self._popen = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                # POSIX: its own session and process group, whose id is its pid. Windows: the job below.
-                start_new_session=sys.platform != "win32",
-            )
-            if job is not None:
+            if case_token is not None and usable():
+                # Linux: below a subreaper of the case, which passes the kit's pipes down to the adapter.
+                self._reaper = Reaper(self.argv, cwd=cwd, env=env, case=case_token)
+                self._stdin, self._stdout, self._stderr = self._reaper.stdin, self._reaper.stdout, self._reaper.stderr
+                self._popen = None
+            else:
+                self._popen = popen = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=env,
+                    # POSIX: its own session and process group, whose id is its pid. Windows: the job below.
+                    start_new_session=sys.platform != "win32",
+                )
+                assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+                self._stdin, self._stdout, self._stderr = popen.stdin, popen.stdout, popen.stderr
+            if job is not None and self._popen is not None:
                 # A child started in the instant before this line escapes the job: documented.
                 with contextlib.suppress(OSError):
                     job.add(int(self._popen._handle))  # type: ignore[attr-defined,unused-ignore]
@@ -100,13 +121,12 @@ class LineProcess:
             raise ProcessGone(f"cannot start {self.argv!r}: {error}") from None
         self._job = job
         self._tree_ended = False
-        assert self._popen.stdout is not None and self._popen.stderr is not None
         self._lines: _ThreadedLines | _SelectedLines = (
-            _ThreadedLines(self._popen.stdout, line_limit)
+            _ThreadedLines(self._stdout, line_limit)
             if sys.platform == "win32"
-            else _SelectedLines(self._popen.stdout, line_limit)
+            else _SelectedLines(self._stdout, line_limit)
         )
-        self._stderr = _Tail(self._popen.stderr)
+        self._tail = _Tail(self._stderr)
         self._stderr_settled = False
         self._writer_lock = threading.Lock()
         self.owner = threading.get_ident()  # the thread that started it: a case's, for kill_all(owner)
@@ -115,23 +135,31 @@ class LineProcess:
 
     @property
     def pid(self) -> int:
-        """The process id of the process the kit started."""
-        return self._popen.pid
+        """The process id of the process the kit started (below its reaper, if it has one)."""
+        return self._reaper.pid if self._reaper is not None else self._child().pid
+
+    def _child(self) -> subprocess.Popen[bytes]:
+        """The process, where it is the kit's own child (not below a reaper)."""
+        assert self._popen is not None
+        return self._popen
+
+    def _holds(self) -> bool:
+        """Whether the process is not reaped yet, so that its pid and group id are still its own."""
+        return self._reaper.holds() if self._reaper is not None else self._child().returncode is None
 
     def stderr_tail(self) -> str:
         """The last lines the process wrote to stderr (at most ``STDERR_TAIL_BYTES`` of them)."""
         if not self._stderr_settled and self.poll() is not None:
             # It has exited: let the reader take in its last words (not forever: a grandchild may hold stderr).
-            self._stderr.ended.wait(0.5)
+            self._tail.ended.wait(0.5)
             self._stderr_settled = True
-        return self._stderr.text()
+        return self._tail.text()
 
     # -- talking -----------------------------------------------------------------------------------
 
     def send(self, line: bytes, timeout: float | None = None) -> None:
         """Write one line to the process's stdin, within *timeout* seconds if given."""
-        stdin = self._popen.stdin
-        assert stdin is not None
+        stdin = self._stdin
         if sys.platform == "win32":
             self._send_blocking(stdin, line, timeout)
             return
@@ -207,14 +235,17 @@ class LineProcess:
 
     def poll(self) -> int | None:
         """The exit status, or None while the process runs; on POSIX the process is not reaped."""
+        if self._reaper is not None:
+            return self._reaper.status(0.0)
+        popen = self._child()
         if sys.platform == "win32" or sys.platform == "darwin":  # no waitid: poll reaps
-            return self._popen.poll()
-        if self._popen.returncode is not None:
-            return self._popen.returncode
+            return popen.poll()
+        if popen.returncode is not None:
+            return popen.returncode
         try:
-            info = os.waitid(os.P_PID, self._popen.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            info = os.waitid(os.P_PID, popen.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
         except ChildProcessError:
-            return self._popen.poll()
+            return popen.poll()
         if info is None:
             return None
         status: int = info.si_status
@@ -227,14 +258,17 @@ class LineProcess:
         it is unreaped its pid, and so its process group id, cannot be reused, and the group kill
         cannot reach a stranger. macOS has no waitid: there the wait reaps, and the group kill that
         follows relies on macOS handing out pids in sequence, so a freed one is not reused at once.
+        Below a reaper, the reaper holds the process unreaped until ``kill`` or ``stop`` releases it.
         """
+        if self._reaper is not None:
+            return self._reaper.status(timeout)
         if sys.platform == "win32" or sys.platform == "darwin":
             try:
-                return self._popen.wait(timeout=timeout)
+                return self._child().wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 return None
         deadline, delay = None if timeout is None else time.monotonic() + timeout, 0.001
-        exited = pidfd_open(self._popen.pid)  # readable at the exit itself; it reaps nothing
+        exited = pidfd_open(self.pid)  # readable at the exit itself; it reaps nothing
         try:
             while True:
                 code = self.poll()
@@ -254,9 +288,8 @@ class LineProcess:
 
     def close_stdin(self) -> None:
         """Close the process's stdin, its signal to exit; a stdin already closed is fine."""
-        if self._popen.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._popen.stdin.close()
+        with contextlib.suppress(OSError, ValueError):
+            self._stdin.close()
 
     def _end_tree(self) -> None:
         """Kill every process left in the adapter's group or job, the adapter included."""
@@ -266,12 +299,12 @@ class LineProcess:
             if self._job is not None:
                 self._job.kill()
                 self._job.close()
-            if self._popen.poll() is None:
+            if self._child().poll() is None:
                 with contextlib.suppress(OSError):
-                    self._popen.kill()
-        else:
+                    self._child().kill()
+        elif self._holds():  # its group id is surely its own: not reaped, by the kit or its reaper
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._popen.pid, signal.SIGKILL)
+                os.killpg(self.pid, signal.SIGKILL)
         self._tree_ended = True
         with _LIVE_LOCK:
             _LIVE.discard(self)
@@ -279,7 +312,7 @@ class LineProcess:
     def kill(self) -> None:
         """Kill the process the kit started and everything it started, and reap it."""
         self._end_tree()
-        self._popen.wait()
+        self._reap()
         self._release()
 
     def stop(self, grace: float) -> int | None:
@@ -287,9 +320,15 @@ class LineProcess:
         self.close_stdin()
         code = self.wait(grace)
         self._end_tree()  # leftovers of an orderly exit are orphans: they go too
-        reaped = self._popen.wait()
+        reaped = self._reap()
         self._release()
         return code if code is not None else reaped
+
+    def _reap(self) -> int | None:
+        """Wait for the process, its tree ended, and reap it (or have its reaper reap it)."""
+        if self._reaper is not None:
+            return self._reaper.release()
+        return self._child().wait()
 
     def _release(self) -> None:
         # stdout: closed by the kit only where the kit's own thread reads it; stderr: by its reader.
@@ -302,12 +341,12 @@ class LineProcess:
         """Whether *pid* is this process or one of its descendants (its POSIX session, its Windows job)."""
         if not isinstance(pid, int) or not plausible_pid(pid):
             return False
-        if pid == self._popen.pid:
-            return self._popen.returncode is None
+        if pid == self.pid:
+            return self._holds()
         if sys.platform == "win32":
             return self._job is not None and self._job.contains(pid)
         try:
-            return os.getsid(pid) == self._popen.pid or os.getpgid(pid) == self._popen.pid
+            return os.getsid(pid) == self.pid or os.getpgid(pid) == self.pid
         except (OSError, OverflowError):
             return False
 

@@ -91,12 +91,14 @@ def process_factory(
 
 
 def with_marker(factory: AdapterFactory, token: str) -> AdapterFactory:
-    """A maker like *factory* whose adapters start with ``RESUMEKIT_CASE_TOKEN=token`` in their environment.
+    """A maker like *factory* whose adapters start with ``RESUMEKIT_CASE_TOKEN=token`` in their environment,
+    and, on Linux, below a subreaper registered under *token*.
 
     The kit marks the adapter processes of one P1 case so that it can find, once the case is over, every
     process they started that outlived them (``_process.escaped``). The entry goes first, where a capped
     read of a process's environment sees it, and replaces any marker the kit's own environment carries.
-    Nothing of the adapter protocol changes: the adapter is asked nothing about it.
+    The subreaper (``_process.reapers``) finds what the marker cannot: a process whose environment was
+    rebuilt or written over. Nothing of the adapter protocol changes: the adapter is asked nothing about it.
     """
 
     def make() -> ProcessAdapter:
@@ -105,6 +107,7 @@ def with_marker(factory: AdapterFactory, token: str) -> AdapterFactory:
         # Windows compares the names without case
         kept = {k: v for k, v in inherited.items() if (k.upper() if os.name == "nt" else k) != MARKER}
         adapter.env = {MARKER: token, **kept}
+        adapter.case_token = token
         return adapter
 
     return make

@@ -63,6 +63,9 @@ class ProcessAdapter:
         self.validate_messages = validate_messages
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
+        # The token of the P1 case whose processes these are (``factory.with_marker``): on Linux each process
+        # starts below a subreaper that the case's sweep ends (``_process.reapers``).
+        self.case_token: str | None = None
         self.process: LineProcess | None = None
         self.restarts = 0
         self._seq = 0
@@ -84,7 +87,7 @@ class ProcessAdapter:
 
     def _start(self) -> Implementation:
         try:
-            self.process = LineProcess(self.argv, cwd=self.cwd, env=self.env)
+            self.process = LineProcess(self.argv, cwd=self.cwd, env=self.env, case_token=self.case_token)
         except ProcessGone as error:
             raise AdapterStartError(str(error)) from None
         reply = self._exchange(

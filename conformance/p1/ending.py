@@ -1,8 +1,8 @@
 """The end of a P1 case: every process it started ends before the verdict (WRK-5).
 
-Every adapter process of a case carries the case's marker in its environment; ``end_case`` closes the
-workers' adapters, ends their trees, and then every marked process left, which fails WRK-5 by name
-(``_process.escaped``, Linux).
+Every adapter process of a case carries the case's marker in its environment, and on Linux starts below a
+subreaper of the case; ``end_case`` closes the workers' adapters, ends their trees, and then every process of
+the case left (marked, or below a subreaper), which fails WRK-5 by name (``_process.escaped``, Linux).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None],
 
     The kit's tool is told to stop (whether it outlived a worker is the WRK-5 watch's to judge), each worker's
     adapter is closed and its tree ended, and so are the trees of adapters killed with the tool. Every process
-    still marked with the world's token ``ESCAPE_GRACE_S`` later (Linux) is then stopped, named and killed: a
-    WRK-5 mismatch each in the strict profile, a sentence of the message in core, where WRK-5 does not bind.
+    still marked with the world's token, or below one of the case's subreapers, ``ESCAPE_GRACE_S`` later (Linux)
+    is then stopped, named and killed: a WRK-5 mismatch each in the strict profile, a sentence of the message
+    in core, where WRK-5 does not bind.
     """
     if world.tool_flag is not None:
         world.stop_tool()
@@ -53,9 +54,10 @@ def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None],
 
 
 def _outlived(index: int, left: Escaped) -> Mismatch:
-    """WRK-5: a process of the case, marked in its environment, still ran once the worker's processes had ended."""
+    """WRK-5: a process of the case (marked in its environment, or below a reaper of the case) still ran once
+    the worker's processes had ended."""
     note = (
-        f"{left.describe()}: it carried the case's {MARKER} and still ran {ESCAPE_GRACE_S:g} s after the worker's "
+        f"{left.describe()}: {left.signs(MARKER)} and still ran {ESCAPE_GRACE_S:g} s after the worker's "
         "adapter and its tree had ended, so a process the worker started outlived it "
         + ("(the kit killed it)" if left.ended else "(the kit's SIGKILL has not ended it)")
     )

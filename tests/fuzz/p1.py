@@ -101,6 +101,10 @@ ATTACKS = [
            proof="SwapsItsStateDirectoryAtTheKill"),
     Attack("link-at-the-next-journal-log", "p1-cache-garbage-changes-nothing", expect="pass", argument=WRITES,
            proof="journal-log"),
+    # Daemons the case's marker does not show: the case's subreaper adopts them (Linux).
+    Attack("environment-rebuilt", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
+    Attack("marker-overwritten", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="erased"),
+    Attack("fork-loop", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
 ]
 
 

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, memory, places, text, traffic, writes
+from tests.fuzz.p1_workers import _base, files, memory, places, procs, text, traffic, writes
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -57,6 +57,9 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "workspace-root-swapped-at-the-kill": writes.SwapsItsWorkspaceRootAtTheKill,
     "state-swapped-at-the-kill": writes.SwapsItsStateDirectoryAtTheKill,
     "link-at-the-next-journal-log": writes.LinksTheNextJournalLog,
+    "environment-rebuilt": procs.RebuildsTheEnvironment,
+    "marker-overwritten": procs.OverwritesTheMarker,
+    "fork-loop": procs.ForksOnAndOn,
 }
 
 

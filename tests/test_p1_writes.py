@@ -198,12 +198,15 @@ def test_a_world_a_process_keeps_writing_in_is_reported_and_tmpdir_keeps_its_mod
         writer.wait()
 
 
-def test_a_scenario_folder_left_behind_fails_wrk5_in_strict_and_is_said_in_core() -> None:
+def test_a_scenario_folder_left_behind_fails_wrk5_in_strict_and_is_said_in_core(world: worlds.World) -> None:
     passed = result_for(_case(), Outcome.PASSED, message=None)
-    strict = _with_scratch_left(passed, "the kit could not remove '/x' in 8 tries", "strict")
-    assert strict.outcome is Outcome.FAILED and [m.clause for m in strict.mismatches] == ["WRK-5"]
-    core = _with_scratch_left(passed, "the kit could not remove '/x' in 8 tries", "core")
+    assert _with_scratch_left(passed, world, "strict") == passed  # nothing left
+    world.left = "the kit could not remove '/x' in 8 tries"
+    strict = _with_scratch_left(passed, world, "strict")
+    assert strict.outcome is Outcome.FAILED
+    assert [(m.clause, m.check) for m in strict.mismatches] == [("WRK-5", "processes.scratch_left")]
+    core = _with_scratch_left(passed, world, "core")
     assert core.outcome is Outcome.PASSED and "'/x'" in (core.message or "")
-    assert _with_scratch_left(passed, None, "strict") == passed
     errored = dataclasses.replace(passed, outcome=Outcome.ERRORED, message="boom")
-    assert _with_scratch_left(errored, "left", "strict").outcome is Outcome.ERRORED
+    assert _with_scratch_left(errored, world, "strict").outcome is Outcome.ERRORED
+    world.left = None

@@ -10,11 +10,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
-from resumekit.conformance._process import MARKER, Escaped, sweep_marked
+from resumekit.conformance._process import MARKER, sweep_marked
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.worker import Worker
 from resumekit.conformance.p1.world import World
-from resumekit.conformance.results import Mismatch
 
 ESCAPE_GRACE_S = 5.0  # how long what a worker started may take to end once its adapter's tree has (WRK-5)
 
@@ -41,33 +40,16 @@ def end_case(case: ScenarioCase, world: World, workers: Sequence[Worker | None],
     if not sweep.looked:
         cited = "WRK-5" in case.clauses
         return f"processes that outlived the worker were not looked for: {sweep.reason}" if cited else None
-    if not sweep.escaped:
-        return None
-    if profile != "strict":
+    for left in sweep.escaped:  # WRK-5 (strict), judged by the rules (processes.outlived)
+        world.record(
+            "kit", "outlived", pid=left.pid, command=left.command(), cwd=left.cwd, state=left.state,
+            files=list(left.files), ended=left.ended, description=left.describe(), signs=left.signs(MARKER),
+            graceSeconds=ESCAPE_GRACE_S,
+        )
+    if sweep.escaped and profile != "strict":
         named = "; ".join(left.describe() for left in sweep.escaped)
         return (
             f"the kit killed {len(sweep.escaped)} process(es) the worker left running, which WRK-5 (strict) "
             f"forbids: {named}"
         )
-    world.moment_problems.extend(_outlived(index, left) for index, left in enumerate(sweep.escaped))
     return None
-
-
-def _outlived(index: int, left: Escaped) -> Mismatch:
-    """WRK-5: a process of the case (marked in its environment, or below a reaper of the case) still ran once
-    the worker's processes had ended."""
-    note = (
-        f"{left.describe()}: {left.signs(MARKER)} and still ran {ESCAPE_GRACE_S:g} s after the worker's "
-        "adapter and its tree had ended, so a process the worker started outlived it "
-        + ("(the kit killed it)" if left.ended else "(the kit's SIGKILL has not ended it)")
-    )
-    actual = {
-        "pid": left.pid,
-        "command": left.command(),
-        "cwd": left.cwd,
-        "state": left.state,
-        "files": list(left.files),
-    }
-    return Mismatch(
-        f"/processes/outlived/{index}", "no process of the case once its worker's had ended", actual, "WRK-5", note
-    )

@@ -36,11 +36,10 @@ from resumekit.conformance.p1.cp_faults import FaultError
 from resumekit.conformance.p1.ending import end_case
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError, OriginUnreadable
-from resumekit.conformance.p1.origin_checks import unreadable
 from resumekit.conformance.p1.worker import Factory, Worker
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, Stop, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
-from resumekit.conformance.results import CaseResult, Mismatch, Outcome
+from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.conformance.runner import result_for
 
 CONTROL_PLANE_LOG = "control-plane.jsonl"  # in the scratch root, for a reader after the run
@@ -129,21 +128,24 @@ def run_steps(
         result = abort.result
     except (KitError, FaultError, GitError, _files.Refused) as error:
         result = _could_not(case, error)
-    return _with_scratch_left(result, world.left if world is not None else None, profile)
+    return _with_scratch_left(result, world, profile)
 
 
-def _with_scratch_left(result: CaseResult, left: str | None, profile: str) -> CaseResult:
+def _with_scratch_left(result: CaseResult, world: World | None, profile: str) -> CaseResult:
     """The result, told what the kit could not remove of the world once every process of the case had ended:
-    something the worker started still wrote there (WRK-5, strict; a sentence of the message in core)."""
-    if left is None:
+    something the worker started still wrote there (WRK-5, strict: ``processes.scratch_left``; a sentence of the
+    message in core)."""
+    if world is None or world.left is None:
         return result
-    note = f"the kit could not remove the scenario's folder once every process of the case had ended: {left}"
-    if profile == "strict" and result.outcome in (Outcome.PASSED, Outcome.FAILED):
-        mismatch = Mismatch("/scratch", "the scenario's folder removed", left, "WRK-5", note)
+    event = world.record("kit", "scratch-left", left=world.left)
+    story = Story([] if event is None else [event], profile)
+    found = rules.named("processes.scratch_left", story, Scenario({}, {}, profile))
+    if profile == "strict" and found and result.outcome in (Outcome.PASSED, Outcome.FAILED):
+        note = found[0].note
         message = note if result.outcome is Outcome.PASSED else f"{result.message}; WRK-5: {note}"
-        return dataclasses.replace(
-            result, outcome=Outcome.FAILED, mismatches=(*result.mismatches, mismatch), message=message
-        )
+        mismatches = (*result.mismatches, *found)
+        return dataclasses.replace(result, outcome=Outcome.FAILED, mismatches=mismatches, message=message)
+    note = f"the kit could not remove the scenario's folder once every process of the case had ended: {world.left}"
     return dataclasses.replace(result, message="; ".join(part for part in (result.message, note) if part))
 
 
@@ -180,24 +182,27 @@ def _drive(
         verbs.script_fault(drive, fault)
     drive.changed()
     world.record("kit", "decoys", when="before", entries=decoy_entries(world))
-    gathered: Story | None = None
+    read = False
     try:
         for index, step in enumerate(steps):
             _take(drive, index, step)
         _read_at_end(drive)
-        gathered = Story(world.history.events(), profile)
+        read = True
     except OriginUnreadable as error:  # the worker changed its origin: no evidence of it can be trusted
-        world.moment_problems.append(_unreadable(world, error))
+        _record_unreadable(world, error)
     # Every process the case started ends before the verdict; one that outlived its worker fails WRK-5.
     note = end_case(case, world, (worker, second), profile)
     drive.summary = "; ".join(part for part in (drive.summary, note) if part) or None
-    return _verdict(drive, gathered)
+    return _verdict(drive, read)
 
 
 def _with_origins(result: CaseResult, world: World, control: ControlPlane) -> CaseResult:
     """A scenario that ended early, failed with COMMIT-3 first if a request found an origin the kit could not
     read: what the worker did to its origin is why, and it is the worker's to answer for, never an error."""
-    unread = [_unreadable(world, error) for error in control.unreadable_origins()]
+    for error in control.unreadable_origins():
+        _record_unreadable(world, error)
+    story = Story(world.history.events(), world.profile)
+    unread = rules.named("commit.unreadable_origins", story, Scenario({}, {}, world.profile))
     if not unread or result.outcome not in (Outcome.FAILED, Outcome.ERRORED):
         return result
     message = f"{unread[0].note}; then: {result.message}" if result.message else unread[0].note
@@ -205,10 +210,13 @@ def _with_origins(result: CaseResult, world: World, control: ControlPlane) -> Ca
     return dataclasses.replace(result, outcome=Outcome.FAILED, message=message, mismatches=mismatches)
 
 
-def _unreadable(world: World, error: OriginUnreadable) -> Mismatch:
-    """COMMIT-3 for an origin the kit could not read, under the repository's name."""
+def _record_unreadable(world: World, error: OriginUnreadable) -> None:
+    """Record an origin the kit could not read safely, under its repository's name (COMMIT-3)."""
     names = [repository for repository, origin in world.origins.items() if origin.path == error.origin]
-    return unreadable(names[0] if names else error.origin.name, error.where, error.expected, error.found)
+    world.record(
+        "origin", "unreadable", repository=names[0] if names else error.origin.name, where=error.where,
+        expected=error.expected, found=error.found,
+    )
 
 
 def _take(drive: verbs.Drive, index: int, step: Mapping[str, Any]) -> None:
@@ -277,20 +285,23 @@ def _commits(world: World) -> dict[str, list[str]]:
     return commits
 
 
-def _verdict(drive: verbs.Drive, gathered: Story | None) -> CaseResult:
-    """The scenario's result: passed, or failed with the moment problems and the rules that failed, at most
-    ``capped`` of each clause; *gathered* is None when an origin could not be read (a moment problem says so)."""
+def _verdict(drive: verbs.Drive, complete: bool) -> CaseResult:
+    """The scenario's result: passed, or failed with the rules that failed, at most ``capped`` of each clause;
+    not *complete* when what the steps left could not be read (an origin the kit could not read safely): the
+    rules that judge what was seen as the run went judge it then."""
     case, world = drive.case, drive.world
-    unread = [_unreadable(world, error) for error in drive.control.unreadable_origins()]
-    world.moment_problems.extend(unread)
+    for error in drive.control.unreadable_origins():
+        _record_unreadable(world, error)
+    story, scenario = Story(world.history.events(), world.profile), Scenario.of(case, world.profile)
     broken = drive.control.check_errors()
-    if broken and not unread:  # a check that was to be made at a moment was not: no verdict can stand on it
+    if broken and not rules.named("commit.unreadable_origins", story, scenario):
+        # a check that was to be made at a moment was not: no verdict can stand on it
         message = f"the kit could not make {len(broken)} moment check(s): {broken[0]}"
         return drive.worker.fail(message, outcome=Outcome.ERRORED)
-    verdict = [] if gathered is None else rules.judge(gathered, Scenario.of(case, drive.world.profile))
+    verdict = rules.judge(story, scenario) if complete else rules.judge_moments(story, scenario)
     found = [*world.moment_problems, *verdict]
     mismatches = tuple(rules.capped(found))
-    marks = evidence_checks.attested(gathered.settings if gathered else None, world.blocked_at)
+    marks = evidence_checks.attested(story.settings if complete else None, world.blocked_at)
     if mismatches:
         headline = f"{len(found)} check(s) failed"
         # A survivor of a killed worker is named in the message itself: the paths say what it did.

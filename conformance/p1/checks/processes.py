@@ -123,3 +123,30 @@ def watch(history: Story, scenario: Scenario) -> list[Mismatch]:
     for event in history.of("watch", "changes"):
         found += [dataclasses.replace(m, event=event.seq) for m in watch_problems(event.get("changes", {}))]
     return found
+
+
+def outlived(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """WRK-5 (strict): no process of the case (marked in its environment, or below a reaper of the case) still
+    ran once the worker's processes had ended; the kit names and kills each one it found."""
+    found = []
+    for index, event in enumerate(history.of("kit", "outlived")):
+        note = (
+            f"{event.get('description')}: {event.get('signs')} and still ran {event.get('graceSeconds'):g} s after "
+            "the worker's adapter and its tree had ended, so a process the worker started outlived it "
+            + ("(the kit killed it)" if event.get("ended") else "(the kit's SIGKILL has not ended it)")
+        )
+        actual = {name: event.get(name) for name in ("pid", "command", "cwd", "state", "files")}
+        expected = "no process of the case once its worker's had ended"
+        found.append(Mismatch(f"/processes/outlived/{index}", expected, actual, "WRK-5", note, event=event.seq))
+    return found
+
+
+def scratch_left(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """WRK-5 (strict): once every process of the case had ended, the kit could remove the scenario's folder;
+    one it could not remove still had something of the worker's writing in it."""
+    found = []
+    for event in history.of("kit", "scratch-left"):
+        left = event.get("left")
+        note = f"the kit could not remove the scenario's folder once every process of the case had ended: {left}"
+        found.append(Mismatch("/scratch", "the scenario's folder removed", left, "WRK-5", note, event=event.seq))
+    return found

@@ -24,7 +24,7 @@ from resumekit.conformance.p1 import resume_checks
 from resumekit.conformance.p1 import row_checks as row
 from resumekit.conformance.p1 import settings_checks as settings
 from resumekit.conformance.p1 import submission_checks as submission
-from resumekit.conformance.p1.checks import cache, failpoints, journal, processes, resume
+from resumekit.conformance.p1.checks import cache, commit, failpoints, journal, processes, resume
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
 
@@ -42,6 +42,7 @@ class Rule:
     at_stop: bool = False  # also judged as the run goes: a failure stops the scenario there
     strict: bool = False  # only in the strict profile
     idle: bool = False  # only when the run ended with the worker idle
+    moment: bool = False  # judges what was seen as the run went: judged too when the end could not be read
 
 
 def _second(check: Check) -> Check:
@@ -78,9 +79,12 @@ RULES: tuple[Rule, ...] = (
     Rule("processes.crashes", ("CRASH-2", "ADP-2"), processes.crashes, at_stop=True),
     Rule("resume.orderly_stops", ("RESUME-5",), resume.orderly_stops, at_stop=True),
     # what the whole history shows once the run took every step
-    Rule("cache.after_power_cuts", ("CACHE-3",), cache.after_power_cuts),
+    Rule("commit.unreadable_origins", ("COMMIT-3",), commit.unreadable_origins, moment=True),
+    Rule("cache.after_power_cuts", ("CACHE-3",), cache.after_power_cuts, moment=True),
     Rule("processes.tool", ("ADP-2",), processes.tool),
-    Rule("processes.watch", ("WRK-5",), processes.watch),
+    Rule("processes.watch", ("WRK-5",), processes.watch, moment=True),
+    Rule("processes.outlived", ("WRK-5",), processes.outlived, strict=True, moment=True),
+    Rule("processes.scratch_left", ("WRK-5",), processes.scratch_left, strict=True, moment=True),
     Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
          _rows(row.journal_checks, "rows", "snapshots")),
     Rule("submission.side_effects", ("COMMIT-3", "KEY-1", "SUB-4", "TASK-2"), _story(effects.side_effect_checks)),
@@ -128,6 +132,17 @@ def _run(rules: Sequence[Rule], history: Story, scenario: Scenario) -> list[Mism
 def judge(history: Story, scenario: Scenario) -> list[Mismatch]:
     """Every rule's findings over the history of a run that took all its steps; an empty list is a pass."""
     return _run(RULES, history, scenario)
+
+
+def named(name: str, history: Story, scenario: Scenario) -> list[Mismatch]:
+    """The findings of the one rule called *name*."""
+    return _run([BY_NAME[name]], history, scenario)
+
+
+def judge_moments(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """The findings of the rules that judge what was seen as the run went, for a run whose end could not be
+    read (an origin the kit could not read safely) or that stopped early."""
+    return _run([rule for rule in RULES if rule.moment], history, scenario)
 
 
 def halt(history: Story, scenario: Scenario) -> list[Mismatch]:

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance.p1 import cp_core as core
-from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
-from resumekit.conformance.p1.control_plane import ControlPlane
-from resumekit.conformance.p1.cp_core import KitError
+from resumekit.conformance.p1.control_plane import faults as F
+from resumekit.conformance.p1.control_plane.kit import kit_issue
+from resumekit.conformance.p1.control_plane.requests import prepare
+from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.p1.control_plane.state import TASK_SCHEMA, KitError, Log, Request, State
 from resumekit.conformance.p1.origin import _KIT_IDENTITY, GitError, Origin, create_origin, git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -279,15 +280,15 @@ def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
         return "at /base_oid: too short"
 
     task = {"task_id": "t-1", "repository": REPO, "origin_url": "file:///nowhere", "kind": "source_capture"}
-    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=refuse)
-    log = core.Log(state, None)
+    state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=refuse)
+    log = Log(state, None)
     with pytest.raises(KitError, match=r"^task 't-1' breaks schemas/p1/task\.json at /base_oid: too short$"):
-        core.kit_issue(state, log, task)
-    assert asked == [(core.TASK_SCHEMA, {**task, "attempt": 1})]
+        kit_issue(state, log, task)
+    assert asked == [(TASK_SCHEMA, {**task, "attempt": 1})]
     assert state.tasks == {} and log.entries == []
-    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
-    log = core.Log(state, None)
-    core.kit_issue(state, log, task)
+    state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+    log = Log(state, None)
+    kit_issue(state, log, task)
     assert [entry["kind"] for entry in log.entries] == ["attempt_issued", "task_state"]
     assert state.tasks["t-1"].state == "QUEUED"
 
@@ -295,24 +296,24 @@ def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
 def test_the_shell_reads_the_heads_only_for_a_request_that_shows_one() -> None:
     # A lease's CP-9 view and a receipt's visibility carry the branch's head; an idle poll carries none, so
     # the core asks the shell for no read of the origin (most of a worker's requests are polls).
-    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+    state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
 
     def needs_heads(path: str, body: bytes = b"{}", method: str = "POST") -> bool:
-        request = core.Request(method, path, "", {"content-type": ("application/json",)}, body, "w1")
-        return core.prepare(state, request).needs_heads
+        request = Request(method, path, "", {"content-type": ("application/json",)}, body, "w1")
+        return prepare(state, request).needs_heads
 
     assert not needs_heads("v1/claims")
     task = {"task_id": "t-1", "execution_digest": "d-t-1", "job_id": "job-t-1", "repository": REPO,
             "origin_url": "file:///nowhere", "base_oid": "a" * 40, "expected_branch_oid": "a" * 40,
             "target_branch": "main", "generation": 1, "kind": "source_capture", "payload": {}}
-    core.kit_issue(state, core.Log(state, None), task)
+    kit_issue(state, Log(state, None), task)
     assert needs_heads("v1/claims")
     receipt = {"task_id": "t-1", "attempt": 1, "lease_id": "lease-1", "commit_oid": "b" * 40}
     assert needs_heads("v1/jobs/job-t-1/receipt", json.dumps(receipt).encode(), "PUT")
     state.kit_secret = "s3cret"
     check = {"repository": REPO, "updates": [{"ref": "refs/heads/main", "old": "a" * 40, "new": "b" * 40}]}
-    request = core.Request("POST", "_kit/s3cret/origin/check", "", {}, json.dumps(check).encode(), None)
-    plan = core.prepare(state, request)
+    request = Request("POST", "_kit/s3cret/origin/check", "", {}, json.dumps(check).encode(), None)
+    plan = prepare(state, request)
     assert plan.endpoint == "origin_check" and not plan.needs_heads
 
 
@@ -627,7 +628,7 @@ def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
 
 
 def test_a_scripted_rejection_is_a_4xx_with_its_error_code_and_never_an_effect() -> None:
-    from resumekit.conformance.p1.cp_faults import Answer, FaultError, fault_from_mapping
+    from resumekit.conformance.p1.control_plane.faults import Answer, FaultError, fault_from_mapping
 
     assert fault_from_mapping({"fault": "Answer", "on": "result", "status": 422}).status == 422
     with pytest.raises(FaultError, match="cannot have an effect"):

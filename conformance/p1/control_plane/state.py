@@ -1,11 +1,10 @@
-"""The control plane's state and identity (docs/spec/p1-control-plane.md), pure: the values every rule reads.
+"""The control plane's state (docs/spec/p1-control-plane.md), pure: the values every rule reads and writes.
 
 The constants of the API (identity fields, routes, body members), the state's records, the request, plan
-and outcome the shell and the rules pass each other, the log the rules write, and the lifecycle of leases
-and attempts (CP-6, CP-12) that both the kit's operations and the requests drive. Nothing here reads a
-file, a clock or a socket: the one outside rule, schema validation, is the state's ``validate``, which the
-shell (``control_plane.py``) hands in. The ``_names`` the ``cp_*`` modules take from each other are
-internals of the control plane's core; ``cp_core`` is its public face.
+and outcome the shell and the rules pass each other, the log the rules write, the answers' two shapes, the
+views the kit reads, and the queue of scripted faults waiting for their request. Nothing here reads a file,
+a clock or a socket: the one outside rule, schema validation, is the state's ``validate``, which the shell
+(``server.py``) hands in. How the records change over time (attempts, leases, CP time) is ``lifecycle.py``.
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from resumekit.conformance.p1 import cp_faults as F
-from resumekit.conformance.p1.canonical import NotCanonical, canonical_json
+from resumekit.conformance.p1.control_plane import faults as F
 
 # The schemas' "$id" base, as ``resumekit.conformance.schemas.BASE`` spells it: importing that module would
 # bring the reading of schema files with it (tests/test_purity.py checks that the two agree).
@@ -219,14 +217,22 @@ class Log:
         self.entries.append(entry)
 
 
+# An endpoint's rules: the request, its plan and the heads the shell read, applied to the state.
+Handler = Callable[[State, Request, Plan, Heads, Log], Outcome]
+
+
 # ---------------------------------------------------------------- answers
 
 
-def _ok(state: State, status: int, /, **members: Any) -> tuple[int, dict[str, Any]]:
+def ok_answer(state: State, status: int, /, **members: Any) -> tuple[int, dict[str, Any]]:
+    """A success's status and body: its members and the CP time (CP-4)."""
     return status, {**members, "now_ms": state.now_ms}
 
 
-def _error(state: State, status: int, error: str, message: str, /, **members: Any) -> tuple[int, dict[str, Any]]:
+def error_answer(
+    state: State, status: int, error: str, message: str, /, **members: Any
+) -> tuple[int, dict[str, Any]]:
+    """An error's status and body (CP-2): its code, its message, its members and the CP time."""
     return status, {"error": error, "message": message, **members, "now_ms": state.now_ms}
 
 
@@ -258,110 +264,10 @@ def branch_leases(state: State, repository: str, branch: str) -> list[Lease]:
         if lease.data["repository"] == repository and lease.data["target_branch"] == branch
     ]
 
-
-# ---------------------------------------------------------------- leases and attempts
-
-
-def _set_task_state(state: State, log: Log, task_id: str, to: str, cause: str) -> None:
-    rec = state.tasks[task_id]
-    if rec.state != to:
-        attempt = rec.current["attempt"]
-        log.add("task_state", task_id=task_id, attempt=attempt, **{"from": rec.state}, to=to, cause=cause)
-        rec.state = to
+# ---------------------------------------------------------------- the scripted faults waiting for a request
 
 
-def _issue_next(state: State, log: Log, task_id: str, changes: Mapping[str, Any], cause: str) -> None:
-    rec = state.tasks[task_id]
-    previous = rec.current
-    served = {**copy.deepcopy(previous), **copy.deepcopy(dict(changes)), "attempt": previous["attempt"] + 1}
-    _check_task(state, served, rec.attempts)
-    rec.attempts.append(served)
-    state.issue_order.append((task_id, served["attempt"]))
-    log.add("attempt_issued", task_id=task_id, attempt=served["attempt"], task=copy.deepcopy(served), cause=cause)
-    _set_task_state(state, log, task_id, "QUEUED", cause)
-    # Issuing a new attempt ends the previous attempt's lease (CP-6).
-    lease_id = rec.lease_of.get(previous["attempt"])
-    if lease_id is not None and state.leases[lease_id].data["state"] == "ACTIVE":
-        _end_lease(state, log, state.leases[lease_id], "EXPIRED", "superseded")
-
-
-def _end_lease(state: State, log: Log, lease: Lease, to: str, event: str) -> None:
-    lease.data["state"] = to
-    log.add("lease", event=event, lease=lease_view(lease))
-    if not lease.official:
-        return
-    rec = state.tasks[lease.data["task_id"]]
-    # CP-12: a RUNNING attempt whose lease stops being ACTIVE with no result stored is issued anew.
-    if rec.current["attempt"] == lease.data["attempt"] and rec.state == "RUNNING" and rec.stored is None:
-        _issue_next(state, log, lease.data["task_id"], {}, f"lease_{event}")
-
-
-def expire(state: State, log: Log) -> None:
-    """CP-12 expiry: every ACTIVE lease whose expires_at_ms has been reached becomes EXPIRED."""
-    for lease in list(state.leases.values()):
-        if lease.data["state"] == "ACTIVE" and lease.data["expires_at_ms"] <= state.now_ms:
-            _end_lease(state, log, lease, "EXPIRED", "expired")
-
-
-def _grant(
-    state: State,
-    log: Log,
-    served: Mapping[str, Any],
-    *,
-    generation: int,
-    official: bool,
-    holder: str | None,
-    heads: Heads,
-) -> Lease:
-    repository, branch = served["repository"], served["target_branch"]
-    lease_id = f"lease-{state.next_lease}"
-    state.next_lease += 1
-    lease = Lease(
-        data={
-            "lease_id": lease_id,
-            "repository": repository,
-            "target_branch": branch,
-            "task_id": served["task_id"],
-            "attempt": served["attempt"],
-            "generation": generation,
-            "state": "ACTIVE",
-            "ttl_ms": state.ttl_ms,
-            "acquired_at_ms": state.now_ms,
-            "expires_at_ms": state.now_ms + state.ttl_ms,
-            "current_head_oid": heads.get((repository, branch)),
-        },
-        official=official,
-        holder=holder,
-    )
-    state.leases[lease_id] = lease
-    key = (repository, branch)
-    state.highest_generation[key] = max(state.highest_generation.get(key, 0), generation)
-    log.add("lease", event="granted", lease=lease_view(lease), official=official, holder=holder)
-    # Granting generation g fences every ACTIVE lease of the branch with a lower generation.
-    for other in branch_leases(state, repository, branch):
-        if other.data["state"] == "ACTIVE" and other.data["generation"] < generation:
-            _end_lease(state, log, other, "EXPIRED", "fenced")
-    return lease
-
-
-# ---------------------------------------------------------------- a task as served, scripted faults
-
-
-def _check_task(state: State, served: Mapping[str, Any], earlier: list[dict[str, Any]]) -> None:
-    problem = state.validate(TASK_SCHEMA, dict(served))
-    if problem is not None:
-        raise KitError(f"task {served.get('task_id')!r} breaks schemas/p1/task.json {problem}")
-    try:
-        canonical_json(dict(served))
-    except NotCanonical as error:
-        raise KitError(f"task {served.get('task_id')!r}: {error}") from None
-    for other in earlier:
-        same_digest = other["execution_digest"] == served["execution_digest"]
-        if same_digest and (other["kind"] != served["kind"] or other["payload"] != served["payload"]):
-            raise KitError("attempts with one execution_digest must have the same kind and payload (CP-5)")
-
-
-def _take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -> list[F.Fault]:
+def take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -> list[F.Fault]:
     """Count the request against every pending fault *pick* accepts; return (and drop) those that fire."""
     fired: list[F.Fault] = []
     for pending in list(state.faults):
@@ -379,7 +285,7 @@ def _take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -
 def fire_kill_point(state: State, name: str, subject: str | None) -> bool:
     """Whether a scripted kill point fires at this point (counted only where the point is reached)."""
     return bool(
-        _take(
+        take(
             state,
             lambda f: isinstance(f, F.KillPoint) and f.name == name and f.task_id in (None, subject),
             one=True,
@@ -387,5 +293,6 @@ def fire_kill_point(state: State, name: str, subject: str | None) -> bool:
     )
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether *value* is a JSON integer (a bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool)

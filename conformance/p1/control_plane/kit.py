@@ -1,8 +1,8 @@
 """The kit's own operations on the control plane (docs/spec/p1-control-plane.md CP-6, CP-21), pure.
 
-Issue, re-issue, move the clock, set a state, script a fault: each changes the ``State`` and writes what it
-did to the ``Log`` it is given, which the shell then makes durable; a request it cannot do raises
-``KitError`` (the scenario is wrong).
+Issue, re-issue, set a state, script a fault: each changes the ``State`` and writes what it did to the
+``Log`` it is given, which the shell then makes durable; a request it cannot do raises ``KitError`` (the
+scenario is wrong). Moving the clock is ``lifecycle.move_clock``, which a scripted fault drives too.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from resumekit.conformance.p1 import cp_faults as F
-from resumekit.conformance.p1.cp_state import (
+from resumekit.conformance.p1.control_plane import faults as F
+from resumekit.conformance.p1.control_plane.lifecycle import check_task, grant, issue_next, move_clock, set_task_state
+from resumekit.conformance.p1.control_plane.state import (
     KIT_STATES,
     REISSUE_FIELDS,
     Heads,
@@ -21,11 +22,6 @@ from resumekit.conformance.p1.cp_state import (
     Pending,
     State,
     TaskRec,
-    _check_task,
-    _grant,
-    _issue_next,
-    _set_task_state,
-    expire,
 )
 
 
@@ -43,7 +39,7 @@ def kit_issue(state: State, log: Log, task: Mapping[str, Any]) -> None:
     task_id = served.get("task_id")
     if task_id in state.tasks:
         raise KitError(f"task {task_id!r} is already issued; use reissue()")
-    _check_task(state, served, [])
+    check_task(state, served, [])
     state.tasks[served["task_id"]] = TaskRec(attempts=[served], state="QUEUED")
     state.issue_order.append((served["task_id"], 1))
     log.add("attempt_issued", task_id=served["task_id"], attempt=1, task=copy.deepcopy(served), cause="kit")
@@ -61,15 +57,7 @@ def kit_reissue(state: State, log: Log, task_id: str, changes: Mapping[str, Any]
     changes = dict(changes)
     if "repository" in changes and "origin_url" not in changes and changes["repository"] in state.origins:
         changes["origin_url"] = state.origins[changes["repository"]]
-    _issue_next(state, log, task_id, changes, "kit")
-
-
-def kit_move_clock(state: State, log: Log, delta_ms: int) -> None:
-    """Move CP time by *delta_ms*; leases expire at once where due (CP-4, CP-12)."""
-    before = state.now_ms
-    state.now_ms += delta_ms
-    log.add("clock", **{"from": before}, to=state.now_ms, delta_ms=delta_ms)
-    expire(state, log)
+    issue_next(state, log, task_id, changes, "kit")
 
 
 def kit_set_state(state: State, log: Log, task_id: str, to: str) -> None:
@@ -79,7 +67,7 @@ def kit_set_state(state: State, log: Log, task_id: str, to: str) -> None:
         raise KitError(f"set_state takes one of {', '.join(KIT_STATES)}; QUEUED comes with reissue()")
     if to in ("VERIFYING", "SUCCEEDED") and rec.stored is None:
         raise KitError(f"task {task_id!r} has no stored result and cannot be {to}")
-    _set_task_state(state, log, task_id, to, "kit")
+    set_task_state(state, log, task_id, to, "kit")
 
 
 def kit_script(state: State, log: Log, fault: F.Fault, heads: Heads) -> None:
@@ -98,9 +86,9 @@ def kit_script(state: State, log: Log, fault: F.Fault, heads: Heads) -> None:
             generation = served["generation"]
         else:
             generation = fault.generation or state.highest_generation.get(key, served["generation"]) + 1
-        _grant(state, log, served, generation=generation, official=False, holder=None, heads=heads)
+        grant(state, log, served, generation=generation, official=False, holder=None, heads=heads)
     elif isinstance(fault, F.MoveClock):
-        kit_move_clock(state, log, fault.delta_ms)
+        move_clock(state, log, fault.delta_ms)
     # MoveBranch without ``on`` is done by the shell, which logs ``branch_moved``.
 
 

@@ -1,8 +1,9 @@
 """The worker's endpoints of the control plane (docs/spec/p1-control-plane.md CP-8 to CP-16), pure.
 
-One handler per endpoint: claim (with the claim faults of CP-21), task, result (CP-9's order of rules,
-CP-10's one stored result), report, renew, release, leases and the Job's receipt (CP-16). Each takes the
-``State``, the request and its ``Plan`` and returns an ``Outcome``, writing what changed to the ``Log``.
+One handler per endpoint, gathered in ``WORKER_HANDLERS``: claim (with the claim faults of CP-21), task,
+result (CP-9's order of rules, CP-10's one stored result), report, renew, release, leases and the Job's
+receipt (CP-16). Each takes the ``State``, the request and its ``Plan`` and returns an ``Outcome``,
+writing what changed to the ``Log``.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ import copy
 from typing import Any
 from urllib.parse import parse_qs
 
-from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import canonical_json, result_hash
-from resumekit.conformance.p1.cp_state import (
+from resumekit.conformance.p1.control_plane import faults as F
+from resumekit.conformance.p1.control_plane.lifecycle import check_task, end_lease, grant, set_task_state
+from resumekit.conformance.p1.control_plane.state import (
     KEY_RE,
     OID_RE,
     REPORT_STATES,
     SCRIPTED_KEY,
     SUBMISSION_SCHEMA,
+    Handler,
     Heads,
     Log,
     Outcome,
@@ -26,22 +29,18 @@ from resumekit.conformance.p1.cp_state import (
     Request,
     State,
     TaskRec,
-    _check_task,
-    _end_lease,
-    _error,
-    _grant,
-    _is_int,
-    _ok,
-    _set_task_state,
-    _take,
     branch_leases,
+    error_answer,
     fire_kill_point,
+    is_int,
     lease_view,
+    ok_answer,
+    take,
 )
 
 
 def _clock(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
-    return Outcome(*_ok(state, 200), [])
+    return Outcome(*ok_answer(state, 200), [])
 
 
 def stale_ok(claim_faults: list[F.Fault]) -> set[str]:
@@ -49,7 +48,9 @@ def stale_ok(claim_faults: list[F.Fault]) -> set[str]:
     return {f.task_id for f in claim_faults if isinstance(f, F.ServeStale)}
 
 
-def _pick(state: State, stale: set[str]) -> str | None:
+def pick(state: State, stale: set[str]) -> str | None:
+    """The task a claim serves (CP-8): the first QUEUED attempt, in order of issue, whose branch has no ACTIVE
+    lease and whose generation is not below the branch's highest granted one (unless its task is in *stale*)."""
     for task_id, attempt in state.issue_order:
         rec = state.tasks[task_id]
         if rec.state != "QUEUED" or rec.current["attempt"] != attempt:
@@ -76,7 +77,7 @@ def _faulty_delivery(
     else:
         number, changes, kind = fault.attempt or rec.current["attempt"], dict(fault.changes), "conflicting_delivery"
     served = {**copy.deepcopy(rec.attempts[number - 1]), **copy.deepcopy(changes)}
-    _check_task(state, served, [])
+    check_task(state, served, [])
     replayed = isinstance(fault, F.ReplayAttempt)
     earlier = rec.lease_of.get(number)
     if replayed and earlier is not None:
@@ -87,14 +88,14 @@ def _faulty_delivery(
         log.add("lease", event="revived", lease=lease_view(lease))
     else:
         # A conflicting identity gets a lease of the kit's, which no real attempt of the task holds.
-        lease = _grant(state, log, served, generation=served["generation"], official=replayed,
+        lease = grant(state, log, served, generation=served["generation"], official=replayed,
                        holder=request.worker, heads=heads)
         if replayed:
             rec.lease_of[number] = lease.data["lease_id"]
     log.add(kind, task_id=fault.task_id, attempt=number, worker=request.worker, task=copy.deepcopy(served),
             lease_id=lease.data["lease_id"], earlier_lease_id=earlier, fault=F.fault_to_mapping(fault))
     answer = {"task": served, "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
-    outcome = Outcome(*_ok(state, 200, **answer), [])
+    outcome = Outcome(*ok_answer(state, 200, **answer), [])
     # A kill here leaves the revived lease ACTIVE with the worker never told: only what its journal holds can
     # keep a restart from using it (LEASE-4).
     if replayed and fire_kill_point(state, "server_claim_granted", fault.task_id):
@@ -114,7 +115,7 @@ def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -
                 continue
             lease = state.leases[lease_id]
             log.add("duplicate_delivery", task_id=fault.task_id, attempt=rec.current["attempt"], lease_id=lease_id)
-            status, body = _ok(
+            status, body = ok_answer(
                 state,
                 200,
                 task=copy.deepcopy(rec.current),
@@ -122,18 +123,18 @@ def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -
                 retry_after_ms=state.retry_after_ms,
             )
             return Outcome(status, body, [])
-    task_id = _pick(state, stale_ok(plan.claim_faults))
+    task_id = pick(state, stale_ok(plan.claim_faults))
     if task_id is None:
-        status, body = _ok(state, 200, task=None, lease=None, retry_after_ms=state.retry_after_ms)
+        status, body = ok_answer(state, 200, task=None, lease=None, retry_after_ms=state.retry_after_ms)
         return Outcome(status, body, [])
     rec = state.tasks[task_id]
     served = rec.current
-    _set_task_state(state, log, task_id, "RUNNING", "claim")
+    set_task_state(state, log, task_id, "RUNNING", "claim")
     generation = served["generation"]
-    lease = _grant(state, log, served, generation=generation, official=True, holder=request.worker, heads=heads)
+    lease = grant(state, log, served, generation=generation, official=True, holder=request.worker, heads=heads)
     rec.lease_of[served["attempt"]] = lease.data["lease_id"]
     answer = {"task": copy.deepcopy(served), "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
-    status, body = _ok(state, 200, **answer)
+    status, body = ok_answer(state, 200, **answer)
     outcome = Outcome(status, body, [])
     if fire_kill_point(state, "server_claim_granted", task_id):
         outcome.kill_point, outcome.kill_worker = "server_claim_granted", request.worker
@@ -143,13 +144,13 @@ def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -
 def _task(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     rec = state.tasks.get(plan.params[0])
     if rec is None:
-        return Outcome(*_error(state, 404, "not_found", f"no task {plan.params[0]!r}"), [])
-    status, body = _ok(state, 200, task=copy.deepcopy(rec.current), state=rec.state, stored=copy.deepcopy(rec.stored))
-    return Outcome(status, body, [])
+        return Outcome(*error_answer(state, 404, "not_found", f"no task {plan.params[0]!r}"), [])
+    task, stored = copy.deepcopy(rec.current), copy.deepcopy(rec.stored)
+    return Outcome(*ok_answer(state, 200, task=task, state=rec.state, stored=stored), [])
 
 
 def _lease_state(state: State, rec: TaskRec, attempt: Any) -> dict[str, Any]:
-    lease_id = rec.lease_of.get(attempt) if _is_int(attempt) else None
+    lease_id = rec.lease_of.get(attempt) if is_int(attempt) else None
     if lease_id is None:
         return {"lease_id": None, "state": None}
     return {"lease_id": lease_id, "state": state.leases[lease_id].data["state"]}
@@ -172,17 +173,17 @@ def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
     rec = state.tasks.get(task_id)
     # 1. no such task
     if rec is None:
-        return Outcome(*_error(state, 404, "not_found", f"no task {task_id!r}"), [])
+        return Outcome(*error_answer(state, 404, "not_found", f"no task {task_id!r}"), [])
     body: dict[str, Any] = plan.body
     attempt = body["attempt"]
     log.add("governed", endpoint="result", task_id=task_id, attempt=attempt, lease=_lease_state(state, rec, attempt))
     # 2. the body or header breaks CP-9
     problem = _submission_problem(state, rec, request, body)
     if problem is not None:
-        return Outcome(*_error(state, 400, "bad_request", problem), [])
+        return Outcome(*error_answer(state, 400, "bad_request", problem), [])
     key = request.headers["idempotency-key"][0]
     digest = body["result_hash"]
-    scripted = _take(
+    scripted = take(
         state, lambda f: isinstance(f, F.Conflict409) and f.task_id in (None, task_id), one=True
     )
     if scripted:
@@ -193,17 +194,17 @@ def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
     lease_id = rec.lease_of.get(attempt)
     if lease_id is None or body["lease_id"] != lease_id or state.leases[lease_id].data["state"] != "ACTIVE":
         why = "not the lease granted to this attempt" if body["lease_id"] != lease_id else "not ACTIVE at CP time"
-        return Outcome(*_error(state, 403, "lease_not_active", f"lease {body['lease_id']!r} is {why}"), [])
+        return Outcome(*error_answer(state, 403, "lease_not_active", f"lease {body['lease_id']!r} is {why}"), [])
     # 4. a stored result under this key
     if key in state.keys:
         stored = state.tasks[state.keys[key]].stored
         if state.keys[key] == task_id and stored is not None and stored["result_hash"] == digest:
-            status, answer = _ok(state, 200, stored=copy.deepcopy(stored), state=rec.state)
+            status, answer = ok_answer(state, 200, stored=copy.deepcopy(stored), state=rec.state)
             outcome = Outcome(status, answer, [])
             if fire_kill_point(state, "server_result_stored", task_id):
                 outcome.kill_point, outcome.kill_worker = "server_result_stored", request.worker
             return outcome
-        return Outcome(*_error(state, 422, "idempotency_key_reused", "the key was used with another body"), [])
+        return Outcome(*error_answer(state, 422, "idempotency_key_reused", "the key was used with another body"), [])
     # 5. a result stored under another key; 6. superseded attempt or not RUNNING
     reason = None
     if rec.stored is not None:
@@ -218,8 +219,8 @@ def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
         return Outcome(0, None, [], transport="drop", kill_point="server_result_received", kill_worker=request.worker)
     # 7. store
     _store(state, log, rec, task_id, attempt, key, body["result"], "submission")
-    _set_task_state(state, log, task_id, "VERIFYING", "result_stored")
-    status, answer = _ok(state, 201, stored=copy.deepcopy(rec.stored), state=rec.state)
+    set_task_state(state, log, task_id, "VERIFYING", "result_stored")
+    status, answer = ok_answer(state, 201, stored=copy.deepcopy(rec.stored), state=rec.state)
     outcome = Outcome(status, answer, [])
     if fire_kill_point(state, "server_result_stored", task_id):
         outcome.kill_point, outcome.kill_worker = "server_result_stored", request.worker
@@ -227,7 +228,7 @@ def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
 
 
 def _conflict(state: State, rec: TaskRec, reason: str) -> tuple[int, dict[str, Any]]:
-    return _error(
+    return error_answer(
         state, 409, "conflict", f"conflict: {reason}", reason=reason, state=rec.state, stored=copy.deepcopy(rec.stored)
     )
 
@@ -260,7 +261,7 @@ def _scripted_conflict(
         _store(state, log, rec, task_id, stored_attempt, key, result, "scripted")
     elif rec.stored is not None and fault.stored != "same":
         log.add("fault_note", fault=F.fault_to_mapping(fault), note="a stored result is kept (CP-10)")
-    _set_task_state(state, log, task_id, fault.state, "scripted")
+    set_task_state(state, log, task_id, fault.state, "scripted")
     if rec.stored is not None:
         reason = "result_exists"
     elif attempt != rec.current["attempt"]:
@@ -298,53 +299,53 @@ def _report(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
     task_id = plan.params[0]
     rec = state.tasks.get(task_id)
     if rec is None:
-        return Outcome(*_error(state, 404, "not_found", f"no task {task_id!r}"), [])
+        return Outcome(*error_answer(state, 404, "not_found", f"no task {task_id!r}"), [])
     body = plan.body
-    if not (_is_int(body["attempt"]) and body["attempt"] >= 1):
-        return Outcome(*_error(state, 400, "bad_request", "attempt must be an integer >= 1"), [])
+    if not (is_int(body["attempt"]) and body["attempt"] >= 1):
+        return Outcome(*error_answer(state, 400, "bad_request", "attempt must be an integer >= 1"), [])
     if not isinstance(body["lease_id"], str) or not body["lease_id"]:
-        return Outcome(*_error(state, 400, "bad_request", "lease_id must be a non-empty string"), [])
+        return Outcome(*error_answer(state, 400, "bad_request", "lease_id must be a non-empty string"), [])
     if body["state"] not in REPORT_STATES:
-        return Outcome(*_error(state, 400, "bad_request", f"state must be one of {', '.join(REPORT_STATES)}"), [])
+        return Outcome(*error_answer(state, 400, "bad_request", f"state must be one of {', '.join(REPORT_STATES)}"), [])
     if not isinstance(body["reason"], str):
-        return Outcome(*_error(state, 400, "bad_request", "reason must be a string"), [])
+        return Outcome(*error_answer(state, 400, "bad_request", "reason must be a string"), [])
     applied = body["attempt"] == rec.current["attempt"] and rec.state == "RUNNING"
     log.add("report", task_id=task_id, attempt=body["attempt"], lease_id=body["lease_id"], state=body["state"],
             reason=body["reason"], applied=applied)
     if applied:
-        _set_task_state(state, log, task_id, body["state"], "report")
-    return Outcome(*_ok(state, 200, state=rec.state), [])
+        set_task_state(state, log, task_id, body["state"], "report")
+    return Outcome(*ok_answer(state, 200, state=rec.state), [])
 
 
 def _renew(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     lease = state.leases.get(plan.params[0])
     if lease is None:
-        return Outcome(*_error(state, 404, "not_found", f"no lease {plan.params[0]!r}"), [])
+        return Outcome(*error_answer(state, 404, "not_found", f"no lease {plan.params[0]!r}"), [])
     if lease.data["state"] != "ACTIVE":
         why = f"lease is {lease.data['state']}"
-        status, body = _error(state, 409, "lease_not_active", why, lease=lease_view(lease))
+        status, body = error_answer(state, 409, "lease_not_active", why, lease=lease_view(lease))
         return Outcome(status, body, [])
     lease.data["expires_at_ms"] = state.now_ms + lease.data["ttl_ms"]
     log.add("lease", event="renewed", lease=lease_view(lease))
-    return Outcome(*_ok(state, 200, lease=lease_view(lease)), [])
+    return Outcome(*ok_answer(state, 200, lease=lease_view(lease)), [])
 
 
 def _release(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     lease = state.leases.get(plan.params[0])
     if lease is None:
-        return Outcome(*_error(state, 404, "not_found", f"no lease {plan.params[0]!r}"), [])
+        return Outcome(*error_answer(state, 404, "not_found", f"no lease {plan.params[0]!r}"), [])
     if lease.data["state"] == "ACTIVE":
-        _end_lease(state, log, lease, "RELEASED", "released")
-    return Outcome(*_ok(state, 200, lease=lease_view(lease)), [])
+        end_lease(state, log, lease, "RELEASED", "released")
+    return Outcome(*ok_answer(state, 200, lease=lease_view(lease)), [])
 
 
 def _leases(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     query = parse_qs(request.query, keep_blank_values=True)
     repository, branch = query.get("repository", []), query.get("target_branch", [])
     if len(repository) != 1 or len(branch) != 1:
-        return Outcome(*_error(state, 400, "bad_request", "give repository and target_branch, once each"), [])
+        return Outcome(*error_answer(state, 400, "bad_request", "give repository and target_branch, once each"), [])
     leases = [lease_view(lease) for lease in branch_leases(state, repository[0], branch[0])]
-    return Outcome(*_ok(state, 200, leases=leases), [])
+    return Outcome(*ok_answer(state, 200, leases=leases), [])
 
 
 def _receipt(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
@@ -356,31 +357,31 @@ def _receipt(state: State, request: Request, plan: Plan, heads: Heads, log: Log)
         if served["job_id"] == job_id
     }
     if not owners:
-        return Outcome(*_error(state, 404, "not_found", f"no Job {job_id!r}"), [])
+        return Outcome(*error_answer(state, 404, "not_found", f"no Job {job_id!r}"), [])
     body = plan.body
     malformed = (
         not isinstance(body["task_id"], str)
-        or not (_is_int(body["attempt"]) and body["attempt"] >= 1)
+        or not (is_int(body["attempt"]) and body["attempt"] >= 1)
         or not isinstance(body["lease_id"], str)
         or not isinstance(body["commit_oid"], str)
         or not OID_RE.fullmatch(body["commit_oid"])
     )
     if malformed:
-        return Outcome(*_error(state, 400, "bad_request", "the receipt body breaks CP-16"), [])
+        return Outcome(*error_answer(state, 400, "bad_request", "the receipt body breaks CP-16"), [])
     served = owners.get((body["task_id"], body["attempt"]))
     if served is None:
-        return Outcome(*_error(state, 400, "bad_request", "that task and attempt are not the Job's"), [])
+        return Outcome(*error_answer(state, 400, "bad_request", "that task and attempt are not the Job's"), [])
     rec = state.tasks[body["task_id"]]
     log.add("governed", endpoint="receipt", task_id=body["task_id"], attempt=body["attempt"],
             lease=_lease_state(state, rec, body["attempt"]))
     lease_id = rec.lease_of.get(body["attempt"])
     if lease_id is None or body["lease_id"] != lease_id or state.leases[lease_id].data["state"] != "ACTIVE":
-        return Outcome(*_error(state, 403, "lease_not_active", f"lease {body['lease_id']!r} is not active"), [])
+        return Outcome(*error_answer(state, 403, "lease_not_active", f"lease {body['lease_id']!r} is not active"), [])
     held = state.receipts.get(job_id)
     commit = body["commit_oid"]
     if held is not None and held["commit_oid"] != commit:
         receipt = {"job_id": job_id, "commit_oid": held["commit_oid"], "visibility": held["visibility"]}
-        status, answer = _error(state, 409, "receipt_conflict", "the Job holds another commit", receipt=receipt)
+        status, answer = error_answer(state, 409, "receipt_conflict", "the Job holds another commit", receipt=receipt)
         return Outcome(status, answer, [])
     first = held is None
     if held is None:
@@ -401,7 +402,20 @@ def _receipt(state: State, request: Request, plan: Plan, heads: Heads, log: Log)
         lease.data["current_head_oid"] = commit
         log.add("lease", event="head", lease=lease_view(lease))
     receipt = {"job_id": job_id, "commit_oid": commit, "visibility": visibility}
-    outcome = Outcome(*_ok(state, 200, receipt=receipt), [])
+    outcome = Outcome(*ok_answer(state, 200, receipt=receipt), [])
     if fire_kill_point(state, "server_receipt_recorded", body["task_id"]):
         outcome.kill_point, outcome.kill_worker = "server_receipt_recorded", request.worker
     return outcome
+
+
+WORKER_HANDLERS: dict[str, Handler] = {
+    "clock": _clock,
+    "claim": _claim,
+    "task": _task,
+    "result": _result,
+    "report": _report,
+    "renew": _renew,
+    "release": _release,
+    "leases": _leases,
+    "receipt": _receipt,
+}

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
+from resumekit.conformance.p1.control_plane import claim_faults as C
 from resumekit.conformance.p1.control_plane import faults as F
-from resumekit.conformance.p1.control_plane.kit import kit_issue
+from resumekit.conformance.p1.control_plane.kit import fault_from_mapping, kit_issue
 from resumekit.conformance.p1.control_plane.requests import prepare
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.control_plane.state import TASK_SCHEMA, KitError, Log, Request, State
@@ -419,7 +420,7 @@ def test_fencing_and_stale_generations(env: Env) -> None:
     assert env.submit("t-1", 1, first["lease_id"], env.capture())[0] == 403
     env.cp.move_clock(30_000)  # the kit's lease expires; attempt 2 still has generation 1
     assert env.claim()["task"] is None
-    env.cp.script(F.ServeStale(task_id="t-1"))
+    env.cp.script(C.ServeStale(task_id="t-1"))
     served = env.claim()
     assert served["task"]["attempt"] == 2 and served["task"]["generation"] == 1
 
@@ -427,7 +428,7 @@ def test_fencing_and_stale_generations(env: Env) -> None:
 def test_a_second_lease_and_duplicate_delivery(env: Env) -> None:
     env.cp.issue(env.task())
     first = env.claim("w1")
-    env.cp.script(F.SecondLease(task_id="t-1"), F.DuplicateDelivery(task_id="t-1"))
+    env.cp.script(F.SecondLease(task_id="t-1"), C.DuplicateDelivery(task_id="t-1"))
     assert [x["state"] for x in env.cp.leases(REPO, "main")] == ["ACTIVE", "ACTIVE"]
     again = env.claim("w2")
     assert again["task"] == first["task"] and again["lease"]["lease_id"] == first["lease"]["lease_id"]
@@ -594,9 +595,9 @@ def test_kill_points_call_back_after_the_log_is_durable(env: Env) -> None:
 
 
 def test_faults_from_mappings() -> None:
-    fault = F.fault_from_mapping({"fault": "Answer", "on": "result", "status": 502, "effect": True})
+    fault = fault_from_mapping({"fault": "Answer", "on": "result", "status": 502, "effect": True})
     assert fault == F.Answer(on="result", status=502, effect=True)
-    assert F.fault_from_mapping(F.fault_to_mapping(fault)) == fault
+    assert fault_from_mapping(F.fault_to_mapping(fault)) == fault
     for bad, words in [
         ({"fault": "Nope"}, "unknown fault"),
         ({"fault": "Answer", "on": "result", "colour": 1}, "no field"),
@@ -609,7 +610,7 @@ def test_faults_from_mappings() -> None:
         ({"fault": "Answer", "on": "result", "effect": "yes"}, "true or false"),
     ]:
         with pytest.raises(F.FaultError, match=words):
-            F.fault_from_mapping(bad)
+            fault_from_mapping(bad)
 
 
 def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
@@ -628,7 +629,7 @@ def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
 
 
 def test_a_scripted_rejection_is_a_4xx_with_its_error_code_and_never_an_effect() -> None:
-    from resumekit.conformance.p1.control_plane.faults import Answer, FaultError, fault_from_mapping
+    from resumekit.conformance.p1.control_plane.faults import Answer, FaultError
 
     assert fault_from_mapping({"fault": "Answer", "on": "result", "status": 422}).status == 422
     with pytest.raises(FaultError, match="cannot have an effect"):
@@ -646,7 +647,7 @@ def test_serve_stale_waits_for_the_task_to_be_queued(env: Env) -> None:
     env.cp.issue(env.task())
     env.cp.script(F.Fence(task_id="t-1"))  # generation 2 on the branch; t-1's next attempt is stale
     env.cp.move_clock(30_000)
-    env.cp.script(F.ServeStale(task_id="t-2"))
+    env.cp.script(C.ServeStale(task_id="t-2"))
     assert env.claim()["task"] is None  # before t-2 exists: the fault waits
     assert env.cp.pending_faults() == 1
     env.cp.issue(env.task("t-2"))
@@ -657,7 +658,7 @@ def test_serve_stale_waits_for_the_task_to_be_queued(env: Env) -> None:
 def test_a_superseded_attempt_replayed_comes_with_its_own_lease_revived(env: Env) -> None:
     env.cp.issue(env.task())
     first = env.claim()
-    env.cp.script(F.ReplayAttempt(task_id="t-1", attempt=1))
+    env.cp.script(C.ReplayAttempt(task_id="t-1", attempt=1))
     assert env.claim()["task"] is None and env.cp.pending_faults() == 1  # attempt 1 is not superseded yet
     env.cp.move_clock(30_000)  # expired: attempt 2 is issued, and the replay fires before it is served
     replayed = env.claim()
@@ -676,7 +677,7 @@ def test_a_superseded_attempt_replayed_comes_with_its_own_lease_revived(env: Env
 def test_an_attempt_served_with_another_identity_gets_a_lease_no_attempt_holds(env: Env) -> None:
     env.cp.issue(env.task())
     first = env.claim()
-    env.cp.script(F.ConflictingIdentity(task_id="t-1", changes={"job_id": "job-other"}, worker="w2"))
+    env.cp.script(C.ConflictingIdentity(task_id="t-1", changes={"job_id": "job-other"}, worker="w2"))
     assert env.claim("w1")["task"] is None  # another worker's claim does not fire it
     served = env.claim("w2")
     assert served["task"] == {**first["task"], "job_id": "job-other"}
@@ -686,9 +687,9 @@ def test_an_attempt_served_with_another_identity_gets_a_lease_no_attempt_holds(e
     assert env.kinds("conflicting_delivery")[0]["task"]["job_id"] == "job-other"
     for changes in ({"attempt": 2}, {"task_id": "t-9"}, {}):
         with pytest.raises(F.FaultError):
-            F.ConflictingIdentity(task_id="t-1", changes=changes)
+            C.ConflictingIdentity(task_id="t-1", changes=changes)
     with pytest.raises(F.FaultError):
-        F.fault_from_mapping({"fault": "ReplayAttempt", "task_id": "t-1", "attempt": 0})
+        fault_from_mapping({"fault": "ReplayAttempt", "task_id": "t-1", "attempt": 0})
 
 
 # ---------------------------------------------------------------- text a worker sends (issue 36)

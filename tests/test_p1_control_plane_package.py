@@ -2,19 +2,33 @@
 
 Read by ``ast``, nothing run: no module of the package takes a ``_private`` name from another module, by
 ``from m import _name`` or by ``m._name``; its ``__init__`` is a docstring and nothing else, so that each
-name is imported from the module that defines it; and the modules the package replaced are gone.
+name is imported from the module that defines it; each module imports only those above it in the order
+its ``__init__`` maps them; the modules the package replaced are gone; and no module of the kit but the
+faults' own asks which fault it holds (``isinstance``): a fault's behaviour is its class's, so that a new
+fault is one class (shown with one the kit does not know, run through the core).
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import resumekit.conformance
 import resumekit.conformance.p1.control_plane as control_plane
+from resumekit.conformance.p1.control_plane.kit import FAULT_TYPES, kit_script
+from resumekit.conformance.p1.control_plane.requests import handle, prepare
+from resumekit.conformance.p1.control_plane.state import Fault, Log, Outcome, Request, State, error_answer
 
 PACKAGE = Path(control_plane.__file__ or ".").resolve().parent
 P1 = PACKAGE.parent
+KIT = Path(resumekit.conformance.__file__ or ".").resolve().parent
+FAULT_MODULES = ("faults.py", "claim_faults.py")
+# The package's modules, each importing only those before it (its __init__ maps them in this order).
+ORDER = (
+    "state", "lifecycle", "faults", "claim_faults", "worker_endpoints", "kit_endpoints", "kit", "requests", "server",
+)  # fmt: skip
 
 
 def _is_private(name: str) -> bool:
@@ -77,6 +91,28 @@ def _submodules() -> set[str]:
     return {path.stem for path in _modules()}
 
 
+def package_imports(source: str) -> set[str]:
+    """The modules of the package that *source* imports, ``if TYPE_CHECKING:`` included."""
+    prefix = control_plane.__name__ + "."
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name[len(prefix):] for name in found if name.startswith(prefix) and name[len(prefix):] in ORDER}
+
+
+def test_each_module_imports_only_those_above_it() -> None:
+    assert sorted(ORDER) == sorted(path.stem for path in _modules() if path.stem != "__init__")
+    found = {
+        name: sorted(package_imports((PACKAGE / f"{name}.py").read_text(encoding="utf-8")) - set(ORDER[:at]))
+        for at, name in enumerate(ORDER)
+    }
+    assert {name: below for name, below in found.items() if below} == {}
+
+
 def test_the_check_finds_private_imports_both_ways() -> None:
     source = (
         "from resumekit.conformance.p1.control_plane.state import Log, _take\n"
@@ -93,3 +129,65 @@ def test_the_check_finds_private_imports_both_ways() -> None:
         (6, "F._nth"),
         (8, "life._grant"),
     ]
+
+
+def fault_type_tests(source: str, names: set[str]) -> Iterator[tuple[int, str]]:
+    """Each ``isinstance`` call of *source* whose classes name one of *names* (``F.Answer`` or ``Answer``)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            for part in ast.walk(node.args[1]) if len(node.args) == 2 else ():
+                name = part.attr if isinstance(part, ast.Attribute) else getattr(part, "id", None)
+                if name in names:
+                    yield node.lineno, name
+
+
+def test_no_module_but_the_faults_asks_which_fault_it_holds() -> None:
+    assert len(FAULT_TYPES) == 14
+    found = [
+        f"{path.relative_to(KIT)}:{line}: isinstance(..., {name})"
+        for path in sorted(KIT.rglob("*.py"))
+        if not (path.parent == PACKAGE and path.name in FAULT_MODULES)
+        for line, name in fault_type_tests(path.read_text(encoding="utf-8"), set(FAULT_TYPES))
+    ]
+    assert found == []
+
+
+def test_the_check_finds_a_fault_asked_for_by_type() -> None:
+    source = (
+        "if isinstance(fault, (F.ReplayAttempt, F.ConflictingIdentity)):\n"
+        "    pass\n"
+        "ok = isinstance(value, bool) or isinstance(fault, MoveClock)\n"
+    )
+    assert list(fault_type_tests(source, set(FAULT_TYPES))) == [
+        (1, "ReplayAttempt"),
+        (1, "ConflictingIdentity"),
+        (3, "MoveClock"),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Teapot(Fault):
+    """A fault the kit does not know: it answers the nth request to the clock 418."""
+
+    nth: int = 1
+
+    def shapes_answer(self, endpoint: str, subject: str | None) -> bool:
+        return endpoint == "clock"
+
+    def shape(self, state: State, done: Outcome | None) -> Outcome:
+        return Outcome(*error_answer(state, 418, "teapot", "short and stout"), [])
+
+
+def test_a_new_fault_is_one_class_and_the_core_runs_it() -> None:
+    state = State(now_ms=1_000, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+    log = Log(state, None)
+    assert kit_script(state, log, Teapot(nth=2), {}) is None
+    assert [entry["fault"] for entry in log.entries] == [{"fault": "Teapot", "nth": 2}]
+    answers = []
+    for _ in range(3):
+        request = Request("GET", "v1/clock", "", {}, b"", "w1")
+        outcome = handle(state, request, prepare(state, request), {}, [])
+        logged = [entry.get("fault") for entry in outcome.entries if entry["kind"] == "request"]
+        answers.append((outcome.status, logged))
+    assert answers == [(200, [None]), (418, [{"fault": "Teapot", "nth": 2}]), (200, [None])]
+    assert state.faults == []

@@ -13,7 +13,7 @@ from typing import Any
 
 from resumekit.conformance.p1 import evidence, watch, world
 from resumekit.conformance.p1.cases import ScenarioCase
-from resumekit.conformance.p1.control_plane.faults import fault_from_mapping
+from resumekit.conformance.p1.control_plane.kit import fault_from_mapping
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.control_plane.state import KitError
 from resumekit.conformance.p1.origin import Origin

@@ -16,23 +16,26 @@ thread (``tests/test_purity.py`` walks every module of this package but the serv
 and a kit operation (issue, re-issue, move the clock, set a state, script a fault) is a function of the
 core the shell calls under its lock, so every change of state is made and logged in one place.
 
-Which module holds what:
+Which module holds what, each importing only from those above it:
 
 - ``state.py``: the values every rule reads: the API's constants (identity fields, routes, body members),
   the records (``State``, ``TaskRec``, ``Lease``), ``Request``, ``Plan``, ``Outcome``, the ``Log``, the
-  answers' two shapes, the views the kit reads, and the queue of scripted faults (``take``,
-  ``fire_kill_point``);
-- ``lifecycle.py``: how the records change over CP time: attempts issued, task states, leases granted and
-  ended, expiry and the clock (CP-4 to CP-6, CP-12);
-- ``faults.py``: the scripted faults (CP-21), the table of their types and their mappings;
-- ``kit.py``: the kit's operations: issue, re-issue, set a state, script a fault;
-- ``requests.py``: a request's way through the core: routing (CP-22's kit paths included), planning,
-  handling, the request's log entry;
+  shapes of an answer, the views the kit reads, and ``Fault``, the hooks through which a scripted fault
+  acts, with the queue of those waiting for a request (``take``, ``fire_kill_point``);
+- ``lifecycle.py``: how the records change over CP time: the clock, attempts issued, task states, leases
+  granted and ended, expiry, the one stored result (CP-4 to CP-6, CP-10, CP-12);
+- ``faults.py`` and ``claim_faults.py``: the scripted faults (CP-21), each a class that carries its own
+  behaviour (the hooks of ``Fault`` it overrides): the rules below call the hooks and name no fault;
 - ``worker_endpoints.py``: the worker's endpoints (CP-8 to CP-16), one handler each;
 - ``kit_endpoints.py``: the kit's own endpoints: the origin's hook (CP-18) and the kit's tool;
+- ``kit.py``: the kit's operations (issue, re-issue, set a state, script a fault) and ``FAULT_TYPES``, the
+  faults a scenario can name, with ``fault_from_mapping``;
+- ``requests.py``: a request's way through the core: routing (CP-22's kit paths included), planning,
+  handling, the request's log entry;
 - ``server.py``: the shell, ``ControlPlane``, and the ``Observer`` it asks.
 
 No module imports another's private (``_name``) names: what one needs of another is public there, and
 callers import each name from the module that defines it; this ``__init__`` re-exports nothing
-(``tests/test_p1_control_plane_package.py`` checks both).
+(``tests/test_p1_control_plane_package.py`` checks both, and that no module but the faults' own asks which
+fault it holds).
 """

@@ -1,19 +1,36 @@
-"""The control plane's scripted faults (CP-21), as data a YAML scenario can name.
+"""The control plane's scripted faults (CP-21): what a YAML scenario can name, and what each one does.
 
-Each fault is a small frozen dataclass. A fault that waits for a request names the endpoint it fires on
-(``on``) and which matching request fires it (``nth``, counted from when it was scripted, over requests
-that pass its filters such as ``task_id``); it fires once and is consumed. Faults that change state at
-once (``DelayVisibility``, ``SecondLease``, ``Fence``, ``MoveBranch`` without ``on``, ``MoveClock``
-without ``on``) take effect when scripted. ``fault_from_mapping`` builds one from a mapping such as
+Each fault is a small frozen dataclass: its fields, their checks, and its behaviour, the hooks of
+``state.Fault`` it overrides (the rules call those hooks and name no fault). A fault that waits for a
+request names the endpoint it fires on (``on``) and which matching request fires it (``nth``, counted from
+when it was scripted, over requests that pass its filters such as ``task_id``); it fires once and is
+consumed. Faults that change state at once (``DelayVisibility``, ``SecondLease``, ``Fence``, ``MoveBranch``
+without ``on``, ``MoveClock`` without ``on``) take effect when scripted. ``FAULT_TYPES`` names them all;
+``fault_from_mapping`` builds one from a mapping such as
 ``{"fault": "Answer", "on": "result", "status": 503, "effect": true}``.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from resumekit.conformance.p1.control_plane.lifecycle import grant, move_clock, set_task_state, store_result
+from resumekit.conformance.p1.control_plane.state import (
+    SCRIPTED_KEY,
+    BranchMove,
+    Fault,
+    Heads,
+    Log,
+    Outcome,
+    State,
+    TaskRec,
+    conflict_answer,
+    error_answer,
+    kit_task,
+)
 
 # The endpoints a fault can fire on: the worker's API (CP-3) and the origin's two hook calls.
 ENDPOINTS = (
@@ -49,24 +66,39 @@ class FaultError(ValueError):
     """A fault that cannot be built or scripted as written."""
 
 
-def _endpoint(on: str) -> None:
+def check_endpoint(on: str) -> None:
+    """Refuse an endpoint a fault cannot fire on."""
     if on not in ENDPOINTS:
         raise FaultError(f"unknown endpoint {on!r}; known: {', '.join(ENDPOINTS)}")
 
 
-def _integer(value: object, what: str, minimum: int) -> None:
+def check_integer(value: object, what: str, minimum: int) -> None:
+    """Refuse a field *what* that is not an integer of at least *minimum* (a bool is none)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise FaultError(f"{what} must be an integer >= {minimum}, not {value!r}")
 
 
-def _nth(nth: int) -> None:
-    _integer(nth, "nth", 1)
+def check_nth(nth: int) -> None:
+    """Refuse an ``nth`` that names no request."""
+    check_integer(nth, "nth", 1)
 
 
-def _claims_only(fault: DuplicateDelivery | ServeStale | ReplayAttempt | ConflictingIdentity) -> None:
-    _nth(fault.nth)
-    if fault.on != "claim":
-        raise FaultError(f"{type(fault).__name__} fires on claims only")
+class _AnswerFault(Fault):
+    """A fault that shapes how the answer of the nth request to ``on`` (of ``task_id``, if given) travels,
+    with its ``effect`` applied or withheld; at most one such fault fires per request."""
+
+    __slots__ = ()
+    on: str
+    effect: bool
+    task_id: str | None
+
+    def shapes_answer(self, endpoint: str, subject: str | None) -> bool:
+        """The nth request to ``on``, about ``task_id`` when it names one."""
+        return self.on == endpoint and self.task_id in (None, subject)
+
+    def withholds_effect(self) -> bool:
+        """Without ``effect``, the request changes nothing."""
+        return not self.effect
 
 
 # The 4xx a scripted Answer may give, with the error code CP-2 names for each; 5xx is ``unavailable``.
@@ -74,7 +106,7 @@ REJECTIONS = {400: "bad_request", 404: "not_found", 422: "idempotency_key_reused
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(_AnswerFault):
     """Answer the nth matching request with a 5xx ``unavailable``, with or without its effect, or with a
     4xx rejection of CP-2 (400, 404, 422), which never has an effect."""
 
@@ -85,8 +117,8 @@ class Answer:
     task_id: str | None = None
 
     def __post_init__(self) -> None:
-        _endpoint(self.on)
-        _nth(self.nth)
+        check_endpoint(self.on)
+        check_nth(self.nth)
         if isinstance(self.status, bool) or not isinstance(self.status, int):
             raise FaultError(f"Answer.status must be an HTTP status, not {self.status!r}")
         if not (500 <= self.status <= 599 or self.status in REJECTIONS):
@@ -94,9 +126,14 @@ class Answer:
         if self.status in REJECTIONS and self.effect:
             raise FaultError(f"Answer.status {self.status} is a rejection: it cannot have an effect")
 
+    def shape(self, state: State, done: Outcome | None) -> Outcome:
+        """The scripted status, with CP-2's error code, in place of the answer."""
+        words = "scripted: " + ("effect applied" if done is not None else "no effect")
+        return Outcome(*error_answer(state, self.status, REJECTIONS.get(self.status, "unavailable"), words), [])
+
 
 @dataclass(frozen=True, slots=True)
-class Drop:
+class Drop(_AnswerFault):
     """Have the effect (or not) and close the connection without an answer."""
 
     on: str
@@ -105,12 +142,16 @@ class Drop:
     task_id: str | None = None
 
     def __post_init__(self) -> None:
-        _endpoint(self.on)
-        _nth(self.nth)
+        check_endpoint(self.on)
+        check_nth(self.nth)
+
+    def shape(self, state: State, done: Outcome | None) -> Outcome:
+        """No answer: the connection is closed."""
+        return Outcome(0, None, [], transport="drop")
 
 
 @dataclass(frozen=True, slots=True)
-class Delay:
+class Delay(_AnswerFault):
     """Have the effect (or not) and hold the answer *seconds* of real time (past the worker's 5 s timeout)."""
 
     on: str
@@ -120,16 +161,23 @@ class Delay:
     task_id: str | None = None
 
     def __post_init__(self) -> None:
-        _endpoint(self.on)
-        _nth(self.nth)
+        check_endpoint(self.on)
+        check_nth(self.nth)
         if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)):
             raise FaultError(f"Delay.seconds must be a number, not {self.seconds!r}")
         if not 0 <= self.seconds <= MAX_DELAY_S:
             raise FaultError(f"Delay.seconds must be between 0 and {MAX_DELAY_S:.0f}, not {self.seconds}")
 
+    def shape(self, state: State, done: Outcome | None) -> Outcome:
+        """The answer (a 503 without the effect), held ``seconds`` of real time."""
+        if done is None:
+            status, body = error_answer(state, 503, "unavailable", "scripted: no effect, answer delayed")
+            return Outcome(status, body, [], transport="delay", delay_s=float(self.seconds))
+        return Outcome(done.status, done.body, [], transport="delay", delay_s=float(self.seconds))
+
 
 @dataclass(frozen=True, slots=True)
-class Conflict409:
+class Conflict409(Fault):
     """Answer the nth well-formed submission 409, setting the task's state and stored result to match.
 
     ``stored``: ``same`` (this submission's body, for its attempt, under a key of the kit's),
@@ -145,7 +193,7 @@ class Conflict409:
     on: str = "result"
 
     def __post_init__(self) -> None:
-        _nth(self.nth)
+        check_nth(self.nth)
         if self.on != "result":
             raise FaultError("Conflict409 fires on result submissions only")
         if self.state not in TASK_STATES:
@@ -153,20 +201,68 @@ class Conflict409:
         if self.stored is not None and self.stored not in STORED_CHOICES:
             raise FaultError(f"Conflict409.stored must be one of {', '.join(STORED_CHOICES)} or null")
 
+    def answers_submission(self, task_id: str) -> bool:
+        """The nth well-formed submission for ``task_id`` (any task's without one)."""
+        return self.task_id in (None, task_id)
+
+    def answer_submission(self, state: State, log: Log, rec: TaskRec, task_id: str, body: dict[str, Any]) -> Outcome:
+        """A 409 for the task as the fault sets it: its state, and the stored result ``stored`` says."""
+        # self.state is the task's state to set; *state* is the control plane's.
+        attempt = body["attempt"]
+        if rec.stored is None and self.stored is not None:
+            result = _other_body(body["result"]) if self.stored == "other_body" else body["result"]
+            other_attempt = attempt - 1 if attempt > 1 else attempt + 1
+            stored_attempt = other_attempt if self.stored == "other_attempt" else attempt
+            key = f"{SCRIPTED_KEY}:{task_id}"
+            store_result(state, log, rec, task_id, stored_attempt, key, result, "scripted")
+        elif rec.stored is not None and self.stored != "same":
+            log.add("fault_note", fault=fault_to_mapping(self), note="a stored result is kept (CP-10)")
+        set_task_state(state, log, task_id, self.state, "scripted")
+        if rec.stored is not None:
+            reason = "result_exists"
+        elif attempt != rec.current["attempt"]:
+            reason = "attempt_superseded"
+        else:
+            reason = "state"
+        status, answer = conflict_answer(state, rec, reason)
+        answer["message"] = f"scripted conflict: {reason}"
+        return Outcome(status, answer, [])
+
+
+def _other_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A valid result of the same kind that is not *body* (Conflict409's ``other_body``)."""
+    other = copy.deepcopy(body)
+    if other.get("kind") == "commit":
+        oid = str(other["commit_oid"])
+        other["commit_oid"] = oid[:-1] + ("1" if oid[-1] != "1" else "2")
+    elif other.get("files"):
+        other["files"] = other["files"][:-1]
+    else:
+        other["files"] = [{"path": "kit-other", "sha256": "0" * 64}]
+    return other
+
 
 @dataclass(frozen=True, slots=True)
-class DelayVisibility:
+class DelayVisibility(Fault):
     """The next *polls* receipt evaluations of the Job answer ``not_visible`` (CP-16)."""
 
     job_id: str
     polls: int = 1
 
     def __post_init__(self) -> None:
-        _integer(self.polls, "DelayVisibility.polls", 0)
+        check_integer(self.polls, "DelayVisibility.polls", 0)
+
+    def waits_for_request(self) -> bool:
+        """It acts when scripted."""
+        return False
+
+    def act(self, state: State, log: Log, heads: Heads) -> None:
+        """The Job's next ``polls`` receipt evaluations answer ``not_visible``."""
+        state.visibility_delay[self.job_id] = self.polls
 
 
 @dataclass(frozen=True, slots=True)
-class KillPoint:
+class KillPoint(Fault):
     """Call the observer's ``on_kill_point`` at a kit-side kill point (FPT-3) of the nth matching request.
 
     At ``server_result_received`` nothing is stored and the connection is closed without an answer; at
@@ -178,7 +274,7 @@ class KillPoint:
     task_id: str | None = None
 
     def __post_init__(self) -> None:
-        _nth(self.nth)
+        check_nth(self.nth)
         if self.name not in KILL_POINTS:
             raise FaultError(f"unknown kill point {self.name!r}; known: {', '.join(KILL_POINTS)}")
 
@@ -187,95 +283,49 @@ class KillPoint:
         """The endpoint whose handling reaches the kill point."""
         return KILL_POINTS[self.name]
 
+    def fires_at(self, point: str, subject: str | None) -> bool:
+        """The nth time its point is reached, for ``task_id`` when it names one."""
+        return self.name == point and self.task_id in (None, subject)
 
-@dataclass(frozen=True, slots=True)
-class DuplicateDelivery:
-    """Answer the nth claim with the task's RUNNING attempt and its current lease, to whoever claims."""
 
+class _KitLease(Fault):
+    """A fault that grants, when it is scripted, a lease of the kit's own on the task's branch (no attempt
+    holds it), at the generation ``_generation`` gives."""
+
+    __slots__ = ()
     task_id: str
-    nth: int = 1
-    worker: str | None = None
-    on: str = "claim"
 
-    def __post_init__(self) -> None:
-        _claims_only(self)
+    def waits_for_request(self) -> bool:
+        """It acts when scripted."""
+        return False
 
+    def reads_heads(self) -> bool:
+        """The lease it grants shows its branch's head."""
+        return True
 
-@dataclass(frozen=True, slots=True)
-class ServeStale:
-    """Let the nth claim serve the task's QUEUED attempt although its generation is below the branch's.
+    def act(self, state: State, log: Log, heads: Heads) -> None:
+        """Grant the kit its lease on the branch of the task's current attempt."""
+        served = kit_task(state, self.task_id).current
+        generation = self._generation(state, served)
+        grant(state, log, served, generation=generation, official=False, holder=None, heads=heads)
 
-    Counted over the claims at which the task has a QUEUED attempt, so that a claim the worker sends
-    before the kit has issued the task does not use the fault up."""
-
-    task_id: str
-    nth: int = 1
-    on: str = "claim"
-
-    def __post_init__(self) -> None:
-        _claims_only(self)
+    def _generation(self, state: State, served: dict[str, Any]) -> int:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayAttempt:
-    """Answer the nth claim with attempt *attempt* of the task, superseded by a later one, as served then,
-    with its own lease made ACTIVE again (a new one if it never had one): a replayed, faulty delivery
-    (SCOPE-7). Counted over the claims at which the task's current attempt is above *attempt*."""
-
-    task_id: str
-    attempt: int
-    nth: int = 1
-    worker: str | None = None
-    on: str = "claim"
-
-    def __post_init__(self) -> None:
-        _claims_only(self)
-        _integer(self.attempt, "ReplayAttempt.attempt", 1)
-
-
-# The identity fields a ConflictingIdentity may change: every one but task_id and attempt, which name the
-# attempt served, and repository, which would need another origin.
-CONFLICT_FIELDS = ("execution_digest", "job_id", "base_oid", "expected_branch_oid", "target_branch", "generation")
-
-
-@dataclass(frozen=True, slots=True)
-class ConflictingIdentity:
-    """Answer the nth claim with an attempt of the task (default: its current one) served with *changes* to
-    its identity, and a new ACTIVE lease of the kit's for it. CP-5 forbids this: it is a deliberate fault of
-    the kit's, for SCOPE-6. The lease has the served generation and is granted as a claim's would be (a
-    higher generation fences the branch's lower ones, CP-12); the task's own record is left as it was.
-    Counted over the claims at which the task has that attempt."""
-
-    task_id: str
-    changes: dict[str, Any]
-    attempt: int | None = None
-    nth: int = 1
-    worker: str | None = None
-    on: str = "claim"
-
-    def __post_init__(self) -> None:
-        _claims_only(self)
-        if not isinstance(self.changes, dict) or not self.changes:
-            raise FaultError("ConflictingIdentity.changes must be a non-empty mapping of identity fields")
-        unknown = sorted(set(self.changes) - set(CONFLICT_FIELDS))
-        if unknown:
-            raise FaultError(
-                f"ConflictingIdentity.changes cannot change {', '.join(unknown)}; it may change "
-                f"{', '.join(CONFLICT_FIELDS)}"
-            )
-        if self.attempt is not None:
-            _integer(self.attempt, "ConflictingIdentity.attempt", 1)
-
-
-@dataclass(frozen=True, slots=True)
-class SecondLease:
+class SecondLease(_KitLease):
     """Grant, at once, a second ACTIVE lease on the task's branch to a holder of the kit's own."""
 
     task_id: str
 
+    def _generation(self, state: State, served: dict[str, Any]) -> int:
+        generation: int = served["generation"]
+        return generation
+
 
 @dataclass(frozen=True, slots=True)
-class Fence:
+class Fence(_KitLease):
     """Grant, at once, a lease of a higher generation on the task's branch to the kit, fencing lower ones.
 
     ``generation`` defaults to the branch's highest granted generation plus one.
@@ -286,11 +336,31 @@ class Fence:
 
     def __post_init__(self) -> None:
         if self.generation is not None:
-            _integer(self.generation, "Fence.generation", 1)
+            check_integer(self.generation, "Fence.generation", 1)
+
+    def _generation(self, state: State, served: dict[str, Any]) -> int:
+        key = (served["repository"], served["target_branch"])
+        return self.generation or state.highest_generation.get(key, served["generation"]) + 1
+
+
+class _NowOrBeforeRequest(Fault):
+    """A fault that acts when it is scripted, or, when it names an endpoint ``on``, before the nth request
+    to it is handled (before its leases expire)."""
+
+    __slots__ = ()
+    on: str | None
+
+    def waits_for_request(self) -> bool:
+        """It waits when it names the endpoint it fires on."""
+        return self.on is not None
+
+    def fires_before(self, endpoint: str) -> bool:
+        """The nth request to ``on``."""
+        return self.on == endpoint
 
 
 @dataclass(frozen=True, slots=True)
-class MoveBranch:
+class MoveBranch(_NowOrBeforeRequest):
     """Move a branch of an origin to *oid* (bypassing its hook): at once, or before the nth request to ``on``."""
 
     repository: str
@@ -301,14 +371,18 @@ class MoveBranch:
 
     def __post_init__(self) -> None:
         if self.on is not None:
-            _endpoint(self.on)
-        _nth(self.nth)
+            check_endpoint(self.on)
+        check_nth(self.nth)
         if len(self.oid) != 40 or any(c not in "0123456789abcdef" for c in self.oid):
             raise FaultError(f"MoveBranch.oid must be 40 lowercase hex digits, not {self.oid!r}")
 
+    def branch_move(self) -> BranchMove:
+        """Its branch, to ``oid``."""
+        return BranchMove(self.repository, self.branch, self.oid)
+
 
 @dataclass(frozen=True, slots=True)
-class MoveClock:
+class MoveClock(_NowOrBeforeRequest):
     """Move CP time by *delta_ms*: at once, or before the nth request to ``on`` is handled."""
 
     delta_ms: int
@@ -319,61 +393,12 @@ class MoveClock:
         if isinstance(self.delta_ms, bool) or not isinstance(self.delta_ms, int):
             raise FaultError(f"MoveClock.delta_ms must be an integer, not {self.delta_ms!r}")
         if self.on is not None:
-            _endpoint(self.on)
-        _nth(self.nth)
+            check_endpoint(self.on)
+        check_nth(self.nth)
 
-
-Fault = (
-    Answer
-    | Drop
-    | Delay
-    | Conflict409
-    | DelayVisibility
-    | KillPoint
-    | DuplicateDelivery
-    | ServeStale
-    | ReplayAttempt
-    | ConflictingIdentity
-    | SecondLease
-    | Fence
-    | MoveBranch
-    | MoveClock
-)
-FAULT_TYPES: dict[str, type[Any]] = {
-    cls.__name__: cls
-    for cls in (
-        Answer,
-        Drop,
-        Delay,
-        Conflict409,
-        DelayVisibility,
-        KillPoint,
-        DuplicateDelivery,
-        ServeStale,
-        ReplayAttempt,
-        ConflictingIdentity,
-        SecondLease,
-        Fence,
-        MoveBranch,
-        MoveClock,
-    )
-}
-# Faults that shape the answer: at most one of them fires per request.
-ANSWER_FAULTS = (Answer, Drop, Delay, Conflict409)
-
-
-def waits_for_request(fault: Fault) -> bool:
-    """Whether the fault fires on a request rather than when scripted."""
-    if isinstance(fault, (DelayVisibility, SecondLease, Fence)):
-        return False
-    if isinstance(fault, (MoveBranch, MoveClock)):
-        return fault.on is not None
-    return True
-
-
-def fault_on(fault: Fault) -> str | None:
-    """The endpoint a waiting fault fires on."""
-    return getattr(fault, "on", None)
+    def act(self, state: State, log: Log, heads: Heads) -> None:
+        """Move CP time by ``delta_ms`` (leases due expire)."""
+        move_clock(state, log, self.delta_ms)
 
 
 def fault_to_mapping(fault: Fault) -> dict[str, Any]:
@@ -381,35 +406,3 @@ def fault_to_mapping(fault: Fault) -> dict[str, Any]:
     out: dict[str, Any] = {"fault": type(fault).__name__}
     out.update({field.name: getattr(fault, field.name) for field in dataclasses.fields(fault)})
     return out
-
-
-def fault_from_mapping(data: Mapping[str, Any]) -> Fault:
-    """Build a fault from ``{"fault": NAME, field: value, ...}``; unknown names and fields are errors."""
-    if not isinstance(data, Mapping):
-        raise FaultError(f"a fault is a mapping, not {type(data).__name__}")
-    name = data.get("fault")
-    if not isinstance(name, str) or name not in FAULT_TYPES:
-        raise FaultError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULT_TYPES))}")
-    cls = FAULT_TYPES[name]
-    fields = {field.name: field for field in dataclasses.fields(cls)}
-    values = {key: value for key, value in data.items() if key != "fault"}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise FaultError(f"{name} has no field {', '.join(map(repr, unknown))}; fields: {', '.join(fields)}")
-    missing = sorted(
-        key
-        for key, field in fields.items()
-        if key not in values
-        and field.default is dataclasses.MISSING
-        and field.default_factory is dataclasses.MISSING
-    )
-    if missing:
-        raise FaultError(f"{name} needs {', '.join(map(repr, missing))}")
-    for key, value in values.items():
-        if key in ("effect",) and not isinstance(value, bool):
-            raise FaultError(f"{name}.{key} must be true or false, not {value!r}")
-        strings = ("task_id", "job_id", "repository", "branch", "oid", "name", "state", "worker")
-        if key in strings and not isinstance(value, str) and not (value is None and fields[key].default is None):
-            raise FaultError(f"{name}.{key} must be a string, not {value!r}")
-    fault: Fault = cls(**values)
-    return fault

@@ -1,9 +1,10 @@
-"""The lifecycle of attempts and leases (docs/spec/p1-control-plane.md CP-4 to CP-6, CP-12), pure.
+"""The lifecycle of attempts and leases (docs/spec/p1-control-plane.md CP-4 to CP-6, CP-10, CP-12), pure.
 
-How the state changes over CP time, whether the kit or a request drives it: an attempt is checked and
-issued, a task changes state, a lease is granted (fencing the branch's lower generations), ends (released,
-expired, fenced, superseded) and, when its RUNNING attempt has no result stored, has the task issued anew.
-Every change is written to the ``Log`` it is given.
+How the state changes over CP time, whether the kit, a request or a scripted fault drives it: the clock
+moves, an attempt is checked and issued, a task changes state, a lease is granted (fencing the branch's
+lower generations), ends (released, expired, fenced, superseded) and, when its RUNNING attempt has no
+result stored, has the task issued anew; a task's one result is stored. Every change is written to the
+``Log`` it is given.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from resumekit.conformance.p1.canonical import NotCanonical, canonical_json
+from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
 from resumekit.conformance.p1.control_plane.state import (
     TASK_SCHEMA,
     Heads,
@@ -20,6 +21,7 @@ from resumekit.conformance.p1.control_plane.state import (
     Lease,
     Log,
     State,
+    TaskRec,
     branch_leases,
     lease_view,
 )
@@ -120,7 +122,7 @@ def grant(
     return lease
 
 
-# ---------------------------------------------------------------- a task as served
+# ---------------------------------------------------------------- a task as served, its stored result
 
 
 def check_task(state: State, served: Mapping[str, Any], earlier: list[dict[str, Any]]) -> None:
@@ -137,3 +139,21 @@ def check_task(state: State, served: Mapping[str, Any], earlier: list[dict[str, 
         same_digest = other["execution_digest"] == served["execution_digest"]
         if same_digest and (other["kind"] != served["kind"] or other["payload"] != served["payload"]):
             raise KitError("attempts with one execution_digest must have the same kind and payload (CP-5)")
+
+
+def store_result(
+    state: State, log: Log, rec: TaskRec, task_id: str, attempt: int, key: str, result: Any, cause: str
+) -> None:
+    """Store *result* as the task's one result (CP-10), for *attempt* under the idempotency *key*."""
+    digest = result_hash(result)
+    rec.stored = {"attempt": attempt, "idempotency_key": key, "result_hash": digest, "result": copy.deepcopy(result)}
+    state.keys[key] = task_id
+    log.add(
+        "result_stored",
+        task_id=task_id,
+        attempt=attempt,
+        idempotency_key=key,
+        result_hash=digest,
+        body=canonical_json(result).decode("utf-8"),
+        cause=cause,
+    )

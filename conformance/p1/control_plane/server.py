@@ -28,12 +28,19 @@ from typing import IO, Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 from resumekit.conformance.history import History
-from resumekit.conformance.p1.control_plane import faults as F
-from resumekit.conformance.p1.control_plane.kit import kit_issue, kit_reissue, kit_script, kit_set_state
+from resumekit.conformance.p1.control_plane.kit import (
+    fault_from_mapping,
+    kit_issue,
+    kit_reissue,
+    kit_script,
+    kit_set_state,
+)
 from resumekit.conformance.p1.control_plane.lifecycle import move_clock
 from resumekit.conformance.p1.control_plane.requests import handle, log_refused_kit_call, prepare, shown_path
 from resumekit.conformance.p1.control_plane.state import (
     KIT,
+    BranchMove,
+    Fault,
     KitError,
     Log,
     Moment,
@@ -321,22 +328,20 @@ class ControlPlane:
         """Kit only: VERIFYING to SUCCEEDED or FAILED, or an operator's FAILED or RECONCILIATION_REQUIRED."""
         self._kit(lambda log: kit_set_state(self._state, log, task_id, state))
 
-    def script(self, *faults: F.Fault) -> None:
+    def script(self, *faults: Fault) -> None:
         """Script faults (CP-21): those that wait for a request fire in order of matching."""
         for fault in faults:
             self._kit(functools.partial(self._script_one, fault))
 
-    def _script_one(self, fault: F.Fault, log: Log) -> None:
-        if isinstance(fault, F.MoveBranch) and fault.on is None:
-            log.add("fault_scripted", fault=F.fault_to_mapping(fault))
-            self._move_branch(fault, log)
-            return
-        heads = self._heads() if isinstance(fault, (F.SecondLease, F.Fence)) else {}
-        kit_script(self._state, log, fault, heads)
+    def _script_one(self, fault: Fault, log: Log) -> None:
+        heads = self._heads() if fault.reads_heads() else {}
+        move = kit_script(self._state, log, fault, heads)
+        if move is not None:
+            self._move_branch(move, log)
 
     def script_mappings(self, *faults: Mapping[str, Any]) -> None:
         """Script faults written as mappings, as a YAML scenario names them."""
-        self.script(*(F.fault_from_mapping(fault) for fault in faults))
+        self.script(*(fault_from_mapping(fault) for fault in faults))
 
     def _kit(self, action: Callable[[Log], None]) -> None:
         with self._lock:
@@ -472,7 +477,7 @@ class ControlPlane:
                 heads[(repository, ref[len("refs/heads/"):])] = oid
         return heads
 
-    def _move_branch(self, move: F.MoveBranch, log: Log) -> None:
+    def _move_branch(self, move: BranchMove, log: Log) -> None:
         origin = self._origins.get(move.repository)
         if origin is None:
             raise KitError(f"no origin for repository {move.repository!r}")

@@ -1,9 +1,10 @@
 """The control plane's state (docs/spec/p1-control-plane.md), pure: the values every rule reads and writes.
 
 The constants of the API (identity fields, routes, body members), the state's records, the request, plan
-and outcome the shell and the rules pass each other, the log the rules write, the answers' two shapes, the
-views the kit reads, and the queue of scripted faults waiting for their request. Nothing here reads a file,
-a clock or a socket: the one outside rule, schema validation, is the state's ``validate``, which the shell
+and outcome the shell and the rules pass each other, the log the rules write, the shapes of an answer, the
+views the kit reads, and the scripted faults as the rules see them: ``Fault``, the hooks through which a
+fault acts, and the queue of those waiting for their request. Nothing here reads a file, a clock or a
+socket: the one outside rule, schema validation, is the state's ``validate``, which the shell
 (``server.py``) hands in. How the records change over time (attempts, leases, CP time) is ``lifecycle.py``.
 """
 
@@ -12,10 +13,8 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-from resumekit.conformance.p1.control_plane import faults as F
+from dataclasses import Field, dataclass, field
+from typing import Any, ClassVar
 
 # The schemas' "$id" base, as ``resumekit.conformance.schemas.BASE`` spells it: importing that module would
 # bring the reading of schema files with it (tests/test_purity.py checks that the two agree).
@@ -112,14 +111,6 @@ class TaskRec:
         return self.attempts[-1]
 
 
-@dataclass
-class Pending:
-    """A scripted fault waiting for its request, with how many matching requests it has seen."""
-
-    fault: F.Fault
-    seen: int = 0
-
-
 # The first way *instance* breaks the schema whose "$id" is the first argument, or None; its str() is the
 # message (``schemas.first_violation``, which reads the schema files, is what the shell hands in).
 Validate = Callable[[str, Any], object | None]
@@ -169,6 +160,15 @@ class Moment:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class BranchMove:
+    """A branch of an origin the shell moves to *oid*, bypassing its hook, when a scripted fault says so."""
+
+    repository: str
+    branch: str
+    oid: str
+
+
 @dataclass
 class Plan:
     """What ``prepare`` found a request needs before ``handle``: its route, body, moments and faults."""
@@ -177,10 +177,10 @@ class Plan:
     endpoint: str | None
     params: tuple[str, ...]
     moments: list[Moment]
-    move_branches: list[F.MoveBranch]
+    move_branches: list[BranchMove]
     needs_heads: bool
-    answer_fault: F.Fault | None
-    claim_faults: list[F.Fault]
+    answer_fault: Fault | None
+    claim_faults: list[Fault]
     body: Any
     body_error: str | None
     entries: list[dict[str, Any]]
@@ -236,6 +236,13 @@ def error_answer(
     return status, {"error": error, "message": message, **members, "now_ms": state.now_ms}
 
 
+def conflict_answer(state: State, rec: TaskRec, reason: str) -> tuple[int, dict[str, Any]]:
+    """A submission's 409 (CP-9): why, with the task's state and its stored result."""
+    return error_answer(
+        state, 409, "conflict", f"conflict: {reason}", reason=reason, state=rec.state, stored=copy.deepcopy(rec.stored)
+    )
+
+
 # ---------------------------------------------------------------- views
 
 
@@ -264,19 +271,119 @@ def branch_leases(state: State, repository: str, branch: str) -> list[Lease]:
         if lease.data["repository"] == repository and lease.data["target_branch"] == branch
     ]
 
-# ---------------------------------------------------------------- the scripted faults waiting for a request
+
+def kit_task(state: State, task_id: str) -> TaskRec:
+    """The task a kit operation names (``KitError`` when there is none)."""
+    if task_id not in state.tasks:
+        raise KitError(f"no task {task_id!r}")
+    return state.tasks[task_id]
 
 
-def take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -> list[F.Fault]:
-    """Count the request against every pending fault *pick* accepts; return (and drop) those that fire."""
-    fired: list[F.Fault] = []
+# ---------------------------------------------------------------- the scripted faults
+
+
+class Fault:
+    """A scripted fault (CP-21), as the rules see it: the hooks through which it acts, each of which takes
+    no part unless the fault overrides it.
+
+    The faults themselves are in ``faults.py``, each a frozen dataclass that overrides the hooks it takes
+    part in: the rules call these hooks and name no fault. A fault that waits for a request is queued when
+    it is scripted; each request is counted against it at the hook of the point the request reaches, and
+    the ``nth`` counted fires it (once: it is then dropped). One that does not wait acts at once.
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every fault is a dataclass: its fields are its script
+    nth: int = 1  # which counted request fires it
+
+    # -- when it is scripted
+
+    def waits_for_request(self) -> bool:
+        """Whether it waits for a request rather than acting when it is scripted."""
+        return True
+
+    def reads_heads(self) -> bool:
+        """Whether acting when it is scripted needs the origins' heads (a lease's view carries its branch's)."""
+        return False
+
+    def act(self, state: State, log: Log, heads: Heads) -> None:
+        """Change the state, when it is scripted (if it does not wait) or when it fires ``fires_before`` a
+        request; *heads* are empty unless ``reads_heads`` asked for them."""
+
+    def branch_move(self) -> BranchMove | None:
+        """The branch the shell moves when this fault acts (the core reads and writes no origin)."""
+        return None
+
+    # -- when a request arrives, before it is handled
+
+    def fires_before(self, endpoint: str) -> bool:
+        """Whether a request to *endpoint* counts for it, to ``act`` before the request's leases expire."""
+        return False
+
+    def shapes_answer(self, endpoint: str, subject: str | None) -> bool:
+        """Whether a request to *endpoint*, about task *subject*, counts for it, to ``shape`` its answer (at
+        most one such fault fires per request)."""
+        return False
+
+    def applies_to_claim(self, state: State, worker: str | None) -> bool:
+        """Whether a claim from *worker* counts for it, as the state stands (a fault that needs its task in
+        some state waits for it)."""
+        return False
+
+    # -- while the request is handled
+
+    def withholds_effect(self) -> bool:
+        """Whether the answer it shapes comes with no effect: the request changes nothing."""
+        return False
+
+    def shape(self, state: State, done: Outcome | None) -> Outcome:
+        """How the answer travels: *done* is the endpoint's outcome, or None when the effect is withheld."""
+        raise NotImplementedError(f"{type(self).__name__} shapes no answer")
+
+    def may_grant(self) -> bool:
+        """Whether a claim it fired on may grant a lease (whose view needs the branch's head) whatever is
+        queued."""
+        return False
+
+    def stale_task(self) -> str | None:
+        """The task a claim it fired on may serve although its generation is below its branch's."""
+        return None
+
+    def answer_claim(self, state: State, request: Request, heads: Heads, log: Log) -> Outcome | None:
+        """The answer to a claim it fired on, or None to let the claim's own rules answer."""
+        return None
+
+    def answers_submission(self, task_id: str) -> bool:
+        """Whether a well-formed result submission for *task_id* counts for it, to ``answer_submission``."""
+        return False
+
+    def answer_submission(self, state: State, log: Log, rec: TaskRec, task_id: str, body: dict[str, Any]) -> Outcome:
+        """The answer to the submission it fired on (in place of CP-9's rules from the lease on)."""
+        raise NotImplementedError(f"{type(self).__name__} answers no submission")
+
+    def fires_at(self, point: str, subject: str | None) -> bool:
+        """Whether reaching the kit-side kill *point*, for task *subject*, counts for it (FPT-3)."""
+        return False
+
+
+@dataclass
+class Pending:
+    """A scripted fault waiting for its request, with how many matching requests it has seen."""
+
+    fault: Fault
+    seen: int = 0
+
+
+def take(state: State, counts: Callable[[Fault], bool], *, one: bool = False) -> list[Fault]:
+    """Count the request against every pending fault *counts* accepts; return (and drop) those that fire."""
+    fired: list[Fault] = []
     for pending in list(state.faults):
-        if not pick(pending.fault):
+        if not counts(pending.fault):
             continue
         if one and fired:
             break
         pending.seen += 1
-        if pending.seen >= getattr(pending.fault, "nth", 1):
+        if pending.seen >= pending.fault.nth:
             fired.append(pending.fault)
             state.faults.remove(pending)
     return fired
@@ -284,13 +391,7 @@ def take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) ->
 
 def fire_kill_point(state: State, name: str, subject: str | None) -> bool:
     """Whether a scripted kill point fires at this point (counted only where the point is reached)."""
-    return bool(
-        take(
-            state,
-            lambda f: isinstance(f, F.KillPoint) and f.name == name and f.task_id in (None, subject),
-            one=True,
-        )
-    )
+    return bool(take(state, lambda fault: fault.fires_at(name, subject), one=True))
 
 
 def is_int(value: Any) -> bool:

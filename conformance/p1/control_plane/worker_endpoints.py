@@ -1,9 +1,10 @@
 """The worker's endpoints of the control plane (docs/spec/p1-control-plane.md CP-8 to CP-16), pure.
 
-One handler per endpoint, gathered in ``WORKER_HANDLERS``: claim (with the claim faults of CP-21), task,
-result (CP-9's order of rules, CP-10's one stored result), report, renew, release, leases and the Job's
-receipt (CP-16). Each takes the ``State``, the request and its ``Plan`` and returns an ``Outcome``,
-writing what changed to the ``Log``.
+One handler per endpoint, gathered in ``WORKER_HANDLERS``: claim, task, result (CP-9's order of rules,
+CP-10's one stored result), report, renew, release, leases and the Job's receipt (CP-16). A claim or a
+submission a scripted fault fired on is answered through the fault's hooks (``state.Fault``). Each handler
+takes the ``State``, the request and its ``Plan`` and returns an ``Outcome``, writing what changed to the
+``Log``.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ import copy
 from typing import Any
 from urllib.parse import parse_qs
 
-from resumekit.conformance.p1.canonical import canonical_json, result_hash
-from resumekit.conformance.p1.control_plane import faults as F
-from resumekit.conformance.p1.control_plane.lifecycle import check_task, end_lease, grant, set_task_state
+from resumekit.conformance.p1.canonical import result_hash
+from resumekit.conformance.p1.control_plane.lifecycle import end_lease, grant, set_task_state, store_result
 from resumekit.conformance.p1.control_plane.state import (
     KEY_RE,
     OID_RE,
     REPORT_STATES,
-    SCRIPTED_KEY,
     SUBMISSION_SCHEMA,
+    Fault,
     Handler,
     Heads,
     Log,
@@ -30,6 +30,7 @@ from resumekit.conformance.p1.control_plane.state import (
     State,
     TaskRec,
     branch_leases,
+    conflict_answer,
     error_answer,
     fire_kill_point,
     is_int,
@@ -43,9 +44,9 @@ def _clock(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -
     return Outcome(*ok_answer(state, 200), [])
 
 
-def stale_ok(claim_faults: list[F.Fault]) -> set[str]:
-    """The tasks a claim may serve at a stale generation: those a ServeStale fault of this claim names."""
-    return {f.task_id for f in claim_faults if isinstance(f, F.ServeStale)}
+def stale_tasks(claim_faults: list[Fault]) -> set[str]:
+    """The tasks a claim may serve at a stale generation: those its faults name (``Fault.stale_task``)."""
+    return {task_id for task_id in (fault.stale_task() for fault in claim_faults) if task_id is not None}
 
 
 def pick(state: State, stale: set[str]) -> str | None:
@@ -65,65 +66,12 @@ def pick(state: State, stale: set[str]) -> str | None:
     return None
 
 
-def _faulty_delivery(
-    state: State, request: Request, heads: Heads, log: Log, fault: F.ReplayAttempt | F.ConflictingIdentity
-) -> Outcome:
-    """A claim answered with an attempt CP-5 and CP-7 would never serve (SCOPE-6, SCOPE-7): a superseded
-    attempt replayed, or an attempt served with a changed identity, each with a new ACTIVE lease, so that a
-    worker that does not fence it can go on to a governed side effect the kit then sees."""
-    rec = state.tasks[fault.task_id]
-    if isinstance(fault, F.ReplayAttempt):
-        number, changes, kind = fault.attempt, {}, "replayed_delivery"
-    else:
-        number, changes, kind = fault.attempt or rec.current["attempt"], dict(fault.changes), "conflicting_delivery"
-    served = {**copy.deepcopy(rec.attempts[number - 1]), **copy.deepcopy(changes)}
-    check_task(state, served, [])
-    replayed = isinstance(fault, F.ReplayAttempt)
-    earlier = rec.lease_of.get(number)
-    if replayed and earlier is not None:
-        # The old claim answer again, its lease revived as a control plane that lost its lease state would
-        # (CP-12 never does this): a worker that resumes the attempt from its journal renews it with success.
-        lease = state.leases[earlier]
-        lease.data.update(state="ACTIVE", expires_at_ms=state.now_ms + lease.data["ttl_ms"])
-        log.add("lease", event="revived", lease=lease_view(lease))
-    else:
-        # A conflicting identity gets a lease of the kit's, which no real attempt of the task holds.
-        lease = grant(state, log, served, generation=served["generation"], official=replayed,
-                       holder=request.worker, heads=heads)
-        if replayed:
-            rec.lease_of[number] = lease.data["lease_id"]
-    log.add(kind, task_id=fault.task_id, attempt=number, worker=request.worker, task=copy.deepcopy(served),
-            lease_id=lease.data["lease_id"], earlier_lease_id=earlier, fault=F.fault_to_mapping(fault))
-    answer = {"task": served, "lease": lease_view(lease), "retry_after_ms": state.retry_after_ms}
-    outcome = Outcome(*ok_answer(state, 200, **answer), [])
-    # A kill here leaves the revived lease ACTIVE with the worker never told: only what its journal holds can
-    # keep a restart from using it (LEASE-4).
-    if replayed and fire_kill_point(state, "server_claim_granted", fault.task_id):
-        outcome.kill_point, outcome.kill_worker = "server_claim_granted", request.worker
-    return outcome
-
-
 def _claim(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
-    for fault in plan.claim_faults:
-        if isinstance(fault, (F.ReplayAttempt, F.ConflictingIdentity)):
-            return _faulty_delivery(state, request, heads, log, fault)
-        if isinstance(fault, F.DuplicateDelivery):
-            rec = state.tasks.get(fault.task_id)
-            lease_id = None if rec is None else rec.lease_of.get(rec.current["attempt"])
-            if rec is None or rec.state != "RUNNING" or lease_id is None:
-                log.add("fault_missed", fault=F.fault_to_mapping(fault), why="the task has no RUNNING attempt")
-                continue
-            lease = state.leases[lease_id]
-            log.add("duplicate_delivery", task_id=fault.task_id, attempt=rec.current["attempt"], lease_id=lease_id)
-            status, body = ok_answer(
-                state,
-                200,
-                task=copy.deepcopy(rec.current),
-                lease=lease_view(lease),
-                retry_after_ms=state.retry_after_ms,
-            )
-            return Outcome(status, body, [])
-    task_id = pick(state, stale_ok(plan.claim_faults))
+    for fault in plan.claim_faults:  # the first that answers the claim does, in the order they were scripted
+        delivered = fault.answer_claim(state, request, heads, log)
+        if delivered is not None:
+            return delivered
+    task_id = pick(state, stale_tasks(plan.claim_faults))
     if task_id is None:
         status, body = ok_answer(state, 200, task=None, lease=None, retry_after_ms=state.retry_after_ms)
         return Outcome(status, body, [])
@@ -156,18 +104,6 @@ def _lease_state(state: State, rec: TaskRec, attempt: Any) -> dict[str, Any]:
     return {"lease_id": lease_id, "state": state.leases[lease_id].data["state"]}
 
 
-def _other_body(body: dict[str, Any]) -> dict[str, Any]:
-    other = copy.deepcopy(body)
-    if other.get("kind") == "commit":
-        oid = str(other["commit_oid"])
-        other["commit_oid"] = oid[:-1] + ("1" if oid[-1] != "1" else "2")
-    elif other.get("files"):
-        other["files"] = other["files"][:-1]
-    else:
-        other["files"] = [{"path": "kit-other", "sha256": "0" * 64}]
-    return other
-
-
 def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     task_id = plan.params[0]
     rec = state.tasks.get(task_id)
@@ -183,13 +119,9 @@ def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
         return Outcome(*error_answer(state, 400, "bad_request", problem), [])
     key = request.headers["idempotency-key"][0]
     digest = body["result_hash"]
-    scripted = take(
-        state, lambda f: isinstance(f, F.Conflict409) and f.task_id in (None, task_id), one=True
-    )
+    scripted = take(state, lambda fault: fault.answers_submission(task_id), one=True)
     if scripted:
-        fault = scripted[0]
-        assert isinstance(fault, F.Conflict409)
-        return _scripted_conflict(state, log, rec, task_id, body, fault)
+        return scripted[0].answer_submission(state, log, rec, task_id, body)
     # 3. the lease
     lease_id = rec.lease_of.get(attempt)
     if lease_id is None or body["lease_id"] != lease_id or state.leases[lease_id].data["state"] != "ACTIVE":
@@ -214,63 +146,17 @@ def _result(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
     elif rec.state != "RUNNING":
         reason = "state"
     if reason is not None:
-        return Outcome(*_conflict(state, rec, reason), [])
+        return Outcome(*conflict_answer(state, rec, reason), [])
     if fire_kill_point(state, "server_result_received", task_id):
         return Outcome(0, None, [], transport="drop", kill_point="server_result_received", kill_worker=request.worker)
     # 7. store
-    _store(state, log, rec, task_id, attempt, key, body["result"], "submission")
+    store_result(state, log, rec, task_id, attempt, key, body["result"], "submission")
     set_task_state(state, log, task_id, "VERIFYING", "result_stored")
     status, answer = ok_answer(state, 201, stored=copy.deepcopy(rec.stored), state=rec.state)
     outcome = Outcome(status, answer, [])
     if fire_kill_point(state, "server_result_stored", task_id):
         outcome.kill_point, outcome.kill_worker = "server_result_stored", request.worker
     return outcome
-
-
-def _conflict(state: State, rec: TaskRec, reason: str) -> tuple[int, dict[str, Any]]:
-    return error_answer(
-        state, 409, "conflict", f"conflict: {reason}", reason=reason, state=rec.state, stored=copy.deepcopy(rec.stored)
-    )
-
-
-def _store(
-    state: State, log: Log, rec: TaskRec, task_id: str, attempt: int, key: str, result: Any, cause: str
-) -> None:
-    digest = result_hash(result)
-    rec.stored = {"attempt": attempt, "idempotency_key": key, "result_hash": digest, "result": copy.deepcopy(result)}
-    state.keys[key] = task_id
-    log.add(
-        "result_stored",
-        task_id=task_id,
-        attempt=attempt,
-        idempotency_key=key,
-        result_hash=digest,
-        body=canonical_json(result).decode("utf-8"),
-        cause=cause,
-    )
-
-
-def _scripted_conflict(
-    state: State, log: Log, rec: TaskRec, task_id: str, body: dict[str, Any], fault: F.Conflict409
-) -> Outcome:
-    attempt = body["attempt"]
-    if rec.stored is None and fault.stored is not None:
-        result = _other_body(body["result"]) if fault.stored == "other_body" else body["result"]
-        stored_attempt = attempt if fault.stored != "other_attempt" else (attempt - 1 if attempt > 1 else attempt + 1)
-        key = f"{SCRIPTED_KEY}:{task_id}"
-        _store(state, log, rec, task_id, stored_attempt, key, result, "scripted")
-    elif rec.stored is not None and fault.stored != "same":
-        log.add("fault_note", fault=F.fault_to_mapping(fault), note="a stored result is kept (CP-10)")
-    set_task_state(state, log, task_id, fault.state, "scripted")
-    if rec.stored is not None:
-        reason = "result_exists"
-    elif attempt != rec.current["attempt"]:
-        reason = "attempt_superseded"
-    else:
-        reason = "state"
-    status, answer = _conflict(state, rec, reason)
-    answer["message"] = f"scripted conflict: {reason}"
-    return Outcome(status, answer, [])
 
 
 def _submission_problem(state: State, rec: TaskRec, request: Request, body: dict[str, Any]) -> str | None:

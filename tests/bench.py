@@ -489,7 +489,7 @@ def control_plane_requests(count: int, repeats: int) -> None:
     import http.server
     import threading
 
-    from resumekit.conformance.p1.control_plane import ControlPlane
+    from resumekit.conformance.p1.control_plane.server import ControlPlane
 
     class Bare(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:

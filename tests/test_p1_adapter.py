@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from resumekit.conformance.adapters import CAPABILITIES as KIT_CAPABILITIES
-from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.origin import create_origin
 from resumekit.conformance.schemas import ADAPTER_REQUEST, BASE, violations
 from resumekit.reference.adapter import CAPABILITIES, Harness

@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance.p1 import cp_core as core
-from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
-from resumekit.conformance.p1.control_plane import ControlPlane
-from resumekit.conformance.p1.cp_core import KitError
+from resumekit.conformance.p1.control_plane import claim_faults as C
+from resumekit.conformance.p1.control_plane import faults as F
+from resumekit.conformance.p1.control_plane.kit import fault_from_mapping, kit_issue
+from resumekit.conformance.p1.control_plane.requests import prepare
+from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.p1.control_plane.state import TASK_SCHEMA, KitError, Log, Request, State
 from resumekit.conformance.p1.origin import _KIT_IDENTITY, GitError, Origin, create_origin, git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -279,15 +281,15 @@ def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
         return "at /base_oid: too short"
 
     task = {"task_id": "t-1", "repository": REPO, "origin_url": "file:///nowhere", "kind": "source_capture"}
-    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=refuse)
-    log = core.Log(state, None)
+    state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=refuse)
+    log = Log(state, None)
     with pytest.raises(KitError, match=r"^task 't-1' breaks schemas/p1/task\.json at /base_oid: too short$"):
-        core.kit_issue(state, log, task)
-    assert asked == [(core.TASK_SCHEMA, {**task, "attempt": 1})]
+        kit_issue(state, log, task)
+    assert asked == [(TASK_SCHEMA, {**task, "attempt": 1})]
     assert state.tasks == {} and log.entries == []
-    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
-    log = core.Log(state, None)
-    core.kit_issue(state, log, task)
+    state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+    log = Log(state, None)
+    kit_issue(state, log, task)
     assert [entry["kind"] for entry in log.entries] == ["attempt_issued", "task_state"]
     assert state.tasks["t-1"].state == "QUEUED"
 
@@ -295,24 +297,24 @@ def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
 def test_the_shell_reads_the_heads_only_for_a_request_that_shows_one() -> None:
     # A lease's CP-9 view and a receipt's visibility carry the branch's head; an idle poll carries none, so
     # the core asks the shell for no read of the origin (most of a worker's requests are polls).
-    state = core.State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
+    state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
 
     def needs_heads(path: str, body: bytes = b"{}", method: str = "POST") -> bool:
-        request = core.Request(method, path, "", {"content-type": ("application/json",)}, body, "w1")
-        return core.prepare(state, request).needs_heads
+        request = Request(method, path, "", {"content-type": ("application/json",)}, body, "w1")
+        return prepare(state, request).needs_heads
 
     assert not needs_heads("v1/claims")
     task = {"task_id": "t-1", "execution_digest": "d-t-1", "job_id": "job-t-1", "repository": REPO,
             "origin_url": "file:///nowhere", "base_oid": "a" * 40, "expected_branch_oid": "a" * 40,
             "target_branch": "main", "generation": 1, "kind": "source_capture", "payload": {}}
-    core.kit_issue(state, core.Log(state, None), task)
+    kit_issue(state, Log(state, None), task)
     assert needs_heads("v1/claims")
     receipt = {"task_id": "t-1", "attempt": 1, "lease_id": "lease-1", "commit_oid": "b" * 40}
     assert needs_heads("v1/jobs/job-t-1/receipt", json.dumps(receipt).encode(), "PUT")
     state.kit_secret = "s3cret"
     check = {"repository": REPO, "updates": [{"ref": "refs/heads/main", "old": "a" * 40, "new": "b" * 40}]}
-    request = core.Request("POST", "_kit/s3cret/origin/check", "", {}, json.dumps(check).encode(), None)
-    plan = core.prepare(state, request)
+    request = Request("POST", "_kit/s3cret/origin/check", "", {}, json.dumps(check).encode(), None)
+    plan = prepare(state, request)
     assert plan.endpoint == "origin_check" and not plan.needs_heads
 
 
@@ -418,7 +420,7 @@ def test_fencing_and_stale_generations(env: Env) -> None:
     assert env.submit("t-1", 1, first["lease_id"], env.capture())[0] == 403
     env.cp.move_clock(30_000)  # the kit's lease expires; attempt 2 still has generation 1
     assert env.claim()["task"] is None
-    env.cp.script(F.ServeStale(task_id="t-1"))
+    env.cp.script(C.ServeStale(task_id="t-1"))
     served = env.claim()
     assert served["task"]["attempt"] == 2 and served["task"]["generation"] == 1
 
@@ -426,7 +428,7 @@ def test_fencing_and_stale_generations(env: Env) -> None:
 def test_a_second_lease_and_duplicate_delivery(env: Env) -> None:
     env.cp.issue(env.task())
     first = env.claim("w1")
-    env.cp.script(F.SecondLease(task_id="t-1"), F.DuplicateDelivery(task_id="t-1"))
+    env.cp.script(F.SecondLease(task_id="t-1"), C.DuplicateDelivery(task_id="t-1"))
     assert [x["state"] for x in env.cp.leases(REPO, "main")] == ["ACTIVE", "ACTIVE"]
     again = env.claim("w2")
     assert again["task"] == first["task"] and again["lease"]["lease_id"] == first["lease"]["lease_id"]
@@ -593,9 +595,9 @@ def test_kill_points_call_back_after_the_log_is_durable(env: Env) -> None:
 
 
 def test_faults_from_mappings() -> None:
-    fault = F.fault_from_mapping({"fault": "Answer", "on": "result", "status": 502, "effect": True})
+    fault = fault_from_mapping({"fault": "Answer", "on": "result", "status": 502, "effect": True})
     assert fault == F.Answer(on="result", status=502, effect=True)
-    assert F.fault_from_mapping(F.fault_to_mapping(fault)) == fault
+    assert fault_from_mapping(F.fault_to_mapping(fault)) == fault
     for bad, words in [
         ({"fault": "Nope"}, "unknown fault"),
         ({"fault": "Answer", "on": "result", "colour": 1}, "no field"),
@@ -608,7 +610,7 @@ def test_faults_from_mappings() -> None:
         ({"fault": "Answer", "on": "result", "effect": "yes"}, "true or false"),
     ]:
         with pytest.raises(F.FaultError, match=words):
-            F.fault_from_mapping(bad)
+            fault_from_mapping(bad)
 
 
 def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
@@ -627,7 +629,7 @@ def test_unknown_body_members_are_400_everywhere(env: Env) -> None:
 
 
 def test_a_scripted_rejection_is_a_4xx_with_its_error_code_and_never_an_effect() -> None:
-    from resumekit.conformance.p1.cp_faults import Answer, FaultError, fault_from_mapping
+    from resumekit.conformance.p1.control_plane.faults import Answer, FaultError
 
     assert fault_from_mapping({"fault": "Answer", "on": "result", "status": 422}).status == 422
     with pytest.raises(FaultError, match="cannot have an effect"):
@@ -645,7 +647,7 @@ def test_serve_stale_waits_for_the_task_to_be_queued(env: Env) -> None:
     env.cp.issue(env.task())
     env.cp.script(F.Fence(task_id="t-1"))  # generation 2 on the branch; t-1's next attempt is stale
     env.cp.move_clock(30_000)
-    env.cp.script(F.ServeStale(task_id="t-2"))
+    env.cp.script(C.ServeStale(task_id="t-2"))
     assert env.claim()["task"] is None  # before t-2 exists: the fault waits
     assert env.cp.pending_faults() == 1
     env.cp.issue(env.task("t-2"))
@@ -656,7 +658,7 @@ def test_serve_stale_waits_for_the_task_to_be_queued(env: Env) -> None:
 def test_a_superseded_attempt_replayed_comes_with_its_own_lease_revived(env: Env) -> None:
     env.cp.issue(env.task())
     first = env.claim()
-    env.cp.script(F.ReplayAttempt(task_id="t-1", attempt=1))
+    env.cp.script(C.ReplayAttempt(task_id="t-1", attempt=1))
     assert env.claim()["task"] is None and env.cp.pending_faults() == 1  # attempt 1 is not superseded yet
     env.cp.move_clock(30_000)  # expired: attempt 2 is issued, and the replay fires before it is served
     replayed = env.claim()
@@ -675,7 +677,7 @@ def test_a_superseded_attempt_replayed_comes_with_its_own_lease_revived(env: Env
 def test_an_attempt_served_with_another_identity_gets_a_lease_no_attempt_holds(env: Env) -> None:
     env.cp.issue(env.task())
     first = env.claim()
-    env.cp.script(F.ConflictingIdentity(task_id="t-1", changes={"job_id": "job-other"}, worker="w2"))
+    env.cp.script(C.ConflictingIdentity(task_id="t-1", changes={"job_id": "job-other"}, worker="w2"))
     assert env.claim("w1")["task"] is None  # another worker's claim does not fire it
     served = env.claim("w2")
     assert served["task"] == {**first["task"], "job_id": "job-other"}
@@ -685,9 +687,9 @@ def test_an_attempt_served_with_another_identity_gets_a_lease_no_attempt_holds(e
     assert env.kinds("conflicting_delivery")[0]["task"]["job_id"] == "job-other"
     for changes in ({"attempt": 2}, {"task_id": "t-9"}, {}):
         with pytest.raises(F.FaultError):
-            F.ConflictingIdentity(task_id="t-1", changes=changes)
+            C.ConflictingIdentity(task_id="t-1", changes=changes)
     with pytest.raises(F.FaultError):
-        F.fault_from_mapping({"fault": "ReplayAttempt", "task_id": "t-1", "attempt": 0})
+        fault_from_mapping({"fault": "ReplayAttempt", "task_id": "t-1", "attempt": 0})
 
 
 # ---------------------------------------------------------------- text a worker sends (issue 36)

@@ -1,4 +1,4 @@
-"""The reference worker against the kit's own control plane (conformance/p1/control_plane.py) and origin."""
+"""The reference worker against the kit's own control plane (conformance/p1/control_plane/) and origin."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.origin import Origin, create_origin
 from resumekit.reference.p1.control import Control
 from resumekit.reference.p1.journal import COLUMNS, JOURNAL_NAME

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from resumekit.conformance.p1 import _tool
-from resumekit.conformance.p1 import cp_core as core
-from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.control_plane.requests import is_kit_call
+from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.evidence_checks import Evidence, judge, kit_path_checks
 from resumekit.conformance.p1.views import kit_calls as _kit_calls
 
@@ -106,8 +106,8 @@ def test_the_kits_own_call_carries_the_secret_and_is_served(cp: ControlPlane, tm
     with pytest.raises(ValueError, match="'v1/claims'"):
         cp.kit_url("v1/claims")
     # A core with no secret serves no kit path at all, and the secret is compared whole.
-    assert not core.is_kit_call("_kit//tool/started", None, "")
-    assert not core.is_kit_call(f"_kit/{_secret(cp)[:-1]}/tool/started", None, _secret(cp))
+    assert not is_kit_call("_kit//tool/started", None, "")
+    assert not is_kit_call(f"_kit/{_secret(cp)[:-1]}/tool/started", None, _secret(cp))
 
 
 def test_a_call_to_a_kit_path_fails_the_case_on_cp22_naming_the_path(cp: ControlPlane) -> None:

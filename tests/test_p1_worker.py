@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance.p1 import cp_faults as F
-from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.control_plane import faults as F
+from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.origin import Origin, create_origin, git
 from resumekit.reference.p1.cache import cache_bytes, cache_path
 from resumekit.reference.p1.control import Control

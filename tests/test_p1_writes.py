@@ -24,7 +24,7 @@ from resumekit.conformance.adapters import process_factory
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.p1 import world as worlds
 from resumekit.conformance.p1.cases import ScenarioCase
-from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.scenario import _with_scratch_left
 from resumekit.conformance.p1.worker import Worker
 from resumekit.conformance.results import Outcome

@@ -1,11 +1,11 @@
 """The kit's rules stay pure: the modules below import nothing that reads or writes files, starts or signals
 processes, opens sockets or reads a clock, directly or through any of the kit's own modules they import.
 
-The rules live in these modules and the I/O in thin shells around them (``evidence`` around ``model``,
-``control_plane`` around ``cp_core``, the harnesses around the checks), so every rule can be tested on plain
-values. The walk is static: ``ast`` over each module's source and, transitively, over the source of every
-``resumekit`` module it imports, and of every package ``__init__`` an import runs. The walk imports none of
-them, so a module that would do I/O at import time is caught without doing it.
+The rules live in these modules and the I/O in thin shells around them (``evidence`` around ``model``, the
+control plane's ``server`` around the rest of its package, the harnesses around the checks), so every rule
+can be tested on plain values. The walk is static: ``ast`` over each module's source and, transitively, over
+the source of every ``resumekit`` module it imports, and of every package ``__init__`` an import runs. The
+walk imports none of them, so a module that would do I/O at import time is caught without doing it.
 
 What is judged, and how:
 
@@ -43,13 +43,6 @@ PURE_MODULES = (
     "resumekit.conformance.phase0.plan_checks",
     "resumekit.conformance.p1.canonical",
     "resumekit.conformance.p1.convergence_checks",
-    "resumekit.conformance.p1.cp_core",
-    "resumekit.conformance.p1.cp_endpoints",
-    "resumekit.conformance.p1.cp_faults",
-    "resumekit.conformance.p1.cp_hooks",
-    "resumekit.conformance.p1.cp_kit",
-    "resumekit.conformance.p1.cp_requests",
-    "resumekit.conformance.p1.cp_state",
     "resumekit.conformance.p1.damage_checks",
     "resumekit.conformance.p1.effect_checks",
     "resumekit.conformance.p1.evidence_checks",
@@ -74,6 +67,13 @@ PURE_MODULES = (
         if path.stem != "__init__"
     ),
     "resumekit.conformance.p1.checks",
+    # every module of the control plane but its HTTP shell, whatever is added there: its core is pure by design
+    *sorted(
+        f"resumekit.conformance.p1.control_plane.{path.stem}"
+        for path in (Path(__file__).resolve().parents[1] / "conformance" / "p1" / "control_plane").glob("*.py")
+        if path.stem not in ("__init__", "server")
+    ),
+    "resumekit.conformance.p1.control_plane",
 )
 
 # Standard-library modules a pure module must not import, each with what it does (a dotted name refuses its
@@ -454,16 +454,18 @@ def test_the_walk_follows_the_kits_own_imports() -> None:
     reached = walk("resumekit.conformance.p1.evidence_checks", _installed).reached
     for module in (
         "resumekit.conformance.p1.model",
-        "resumekit.conformance.p1.cp_state",
-        "resumekit.conformance.p1.cp_faults",
+        "resumekit.conformance.p1.control_plane.state",
+        "resumekit.conformance.p1.control_plane",
         "resumekit.conformance.p1.canonical",
         "resumekit.conformance.results",
         "resumekit.conformance.p1",
         "resumekit.conformance",
     ):
         assert module in reached
-    core = walk("resumekit.conformance.p1.cp_core", _installed).reached
-    assert {"resumekit.conformance.p1.cp_endpoints", "resumekit.conformance.p1.cp_hooks"} <= core
+    control_plane = "resumekit.conformance.p1.control_plane"
+    rules = walk(control_plane + ".requests", _installed).reached
+    assert {f"{control_plane}.{name}" for name in ("worker_endpoints", "kit_endpoints", "faults", "state")} <= rules
+    assert control_plane + ".lifecycle" in PURE_MODULES and control_plane + ".server" not in PURE_MODULES
 
 
 def test_every_exemption_is_still_needed() -> None:
@@ -559,14 +561,6 @@ def test_the_checker_refuses_the_os_seeded_random_paths_calls_and_other_packages
 # ---------------------------------------------------------------- the split keeps the names others import
 
 
-# The names cp_core defined before it was split, which others import from it.
-CP_CORE_NAMES = (
-    "TASK_SCHEMA", "SUBMISSION_SCHEMA", "ZERO", "IDENTITY", "REISSUE_FIELDS", "ROUTES", "KIT_ROUTES",
-    "BODY_MEMBERS", "GOVERNED", "REPORT_STATES", "KIT_STATES", "KEY_RE", "OID_RE", "SCRIPTED_KEY", "KitError",
-    "Lease", "TaskRec", "Pending", "State", "Request", "Moment", "Plan", "Outcome", "Heads", "Log", "lease_view",
-    "task_view", "branch_leases", "expire", "kit_issue", "kit_reissue", "kit_move_clock", "kit_set_state",
-    "kit_script", "route", "fire_kill_point", "prepare", "CLAIM_FAULTS", "handle", "Handler", "HANDLERS",
-)  # fmt: skip
 # The journal's model, once defined in evidence, now in model and re-exported by evidence.
 MODEL_NAMES = (
     "BINDING", "COLUMNS", "HARD_FAILURES", "JOURNAL_FILE", "RANKS", "TERMINAL", "Entry", "Row", "Snapshot",
@@ -577,16 +571,14 @@ EVIDENCE_READERS = (
 )  # fmt: skip
 
 
-def test_cp_core_keeps_every_name_it_exported() -> None:
+def test_the_control_plane_names_the_schemas_as_they_are() -> None:
     from resumekit.conformance import schemas
-    from resumekit.conformance.p1 import cp_core, cp_state
+    from resumekit.conformance.p1.control_plane import state
 
-    assert [name for name in CP_CORE_NAMES if not hasattr(cp_core, name)] == []
-    assert set(CP_CORE_NAMES) <= set(cp_core.__all__)
-    # cp_state spells the schemas' base itself rather than import the module that reads them.
-    assert cp_core.TASK_SCHEMA == schemas.P1_TASK
-    assert cp_core.SUBMISSION_SCHEMA == schemas.BASE + "p1/result-submission.json"
-    assert cp_state._SCHEMA_BASE == schemas.BASE
+    # The control plane's state spells the schemas' base itself rather than import the module that reads them.
+    assert state.TASK_SCHEMA == schemas.P1_TASK
+    assert state.SUBMISSION_SCHEMA == schemas.BASE + "p1/result-submission.json"
+    assert state._SCHEMA_BASE == schemas.BASE
 
 
 def test_evidence_keeps_every_name_others_take_from_it() -> None:

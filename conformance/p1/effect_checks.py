@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance.p1.canonical import result_hash
-from resumekit.conformance.p1.cp_state import IDENTITY
+from resumekit.conformance.p1.control_plane.state import IDENTITY
 from resumekit.conformance.p1.evidence_data import Evidence
 from resumekit.conformance.p1.evidence_data import mismatch as _m
 from resumekit.conformance.p1.model import Row, attempts

@@ -24,7 +24,7 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance._text import clip, decode, safe_value
-from resumekit.conformance.p1.cp_state import IDENTITY, ZERO
+from resumekit.conformance.p1.control_plane.state import IDENTITY, ZERO
 from resumekit.conformance.p1.model import (
     BINDING,
     COLUMNS,

@@ -19,8 +19,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from resumekit.conformance.p1.control_plane.state import IDENTITY
 from resumekit.conformance.p1.convergence_checks import idle_checks, outcome_checks
-from resumekit.conformance.p1.cp_state import IDENTITY
 from resumekit.conformance.p1.damage_checks import cache_damage_checks, decoy_checks
 from resumekit.conformance.p1.effect_checks import (
     delivery_checks,

@@ -86,7 +86,8 @@ def _check_commit_names(
 
 
 def _check_faults(file: FixtureFile, faults: Sequence[tuple[str, Mapping[str, Any]]], case_id: str) -> None:
-    from resumekit.conformance.p1.cp_faults import FaultError, fault_from_mapping
+    from resumekit.conformance.p1.control_plane.faults import FaultError
+    from resumekit.conformance.p1.control_plane.kit import fault_from_mapping
 
     for pointer, fault in faults:
         try:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from resumekit.conformance.p1.cp_state import IDENTITY
+from resumekit.conformance.p1.control_plane.state import IDENTITY
 
 JOURNAL_FILE = "checkpoints.sqlite3"
 COLUMNS = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resumekit.conformance.p1.cp_state import ZERO
+from resumekit.conformance.p1.control_plane.state import ZERO
 from resumekit.conformance.p1.evidence_data import Evidence
 from resumekit.conformance.p1.evidence_data import mismatch as _m
 from resumekit.conformance.results import Mismatch

@@ -30,9 +30,9 @@ from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.checks import rules
 from resumekit.conformance.p1.checks.story import Scenario, Story
-from resumekit.conformance.p1.control_plane import ControlPlane
-from resumekit.conformance.p1.cp_core import KitError
-from resumekit.conformance.p1.cp_faults import FaultError
+from resumekit.conformance.p1.control_plane.faults import FaultError
+from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.p1.control_plane.state import KitError
 from resumekit.conformance.p1.ending import end_case
 from resumekit.conformance.p1.observer import Observer
 from resumekit.conformance.p1.origin import GitError, OriginUnreadable

@@ -13,9 +13,9 @@ from typing import Any
 
 from resumekit.conformance.p1 import evidence, watch, world
 from resumekit.conformance.p1.cases import ScenarioCase
-from resumekit.conformance.p1.control_plane import ControlPlane
-from resumekit.conformance.p1.cp_core import KitError
-from resumekit.conformance.p1.cp_faults import fault_from_mapping
+from resumekit.conformance.p1.control_plane.kit import fault_from_mapping
+from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.p1.control_plane.state import KitError
 from resumekit.conformance.p1.origin import Origin
 from resumekit.conformance.p1.worker import Worker
 from resumekit.conformance.p1.world import World

@@ -24,7 +24,7 @@ from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.p1 import _tool, evidence, evidence_checks
 from resumekit.conformance.p1.cases import ScenarioCase
-from resumekit.conformance.p1.control_plane import ControlPlane
+from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.views import served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World
 from resumekit.conformance.powerloss import LayerError, PowerLayer

@@ -10,33 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from resumekit.conformance.p1 import cp_faults as F
 from resumekit.conformance.p1.canonical import NotCanonical, parse_json
-from resumekit.conformance.p1.cp_endpoints import (
-    _claim,
-    _clock,
-    _leases,
-    _pick,
-    _receipt,
-    _release,
-    _renew,
-    _report,
-    _result,
-    _task,
-    stale_ok,
-)
-from resumekit.conformance.p1.cp_hooks import _origin_check, _origin_updated, _pusher, _tool_started, _updates
-from resumekit.conformance.p1.cp_kit import kit_move_clock
-from resumekit.conformance.p1.cp_state import (
+from resumekit.conformance.p1.control_plane.faults import EFFECT_ENDPOINTS, fault_to_mapping
+from resumekit.conformance.p1.control_plane.kit_endpoints import KIT_HANDLERS, push_moments
+from resumekit.conformance.p1.control_plane.lifecycle import expire
+from resumekit.conformance.p1.control_plane.state import (
     BODY_MEMBERS,
     KIT,
     KIT_ROUTES,
     ROUTES,
     SECRET_SHOWN,
+    Fault,
+    Handler,
     Heads,
     Log,
     Moment,
@@ -44,11 +32,11 @@ from resumekit.conformance.p1.cp_state import (
     Plan,
     Request,
     State,
-    _error,
-    _is_int,
-    _take,
-    expire,
+    error_answer,
+    is_int,
+    take,
 )
+from resumekit.conformance.p1.control_plane.worker_endpoints import WORKER_HANDLERS, pick, stale_tasks
 
 # ---------------------------------------------------------------- routing and planning
 
@@ -143,19 +131,8 @@ def _subject_task(state: State, endpoint: str, params: tuple[str, ...], body: An
     if endpoint == "receipt" and isinstance(body, dict) and isinstance(body.get("task_id"), str):
         return str(body["task_id"])
     if endpoint == "claim":
-        pick = _pick(state, set())
-        return None if pick is None else pick
+        return pick(state, set())
     return None
-
-
-def _matches(fault: F.Fault, endpoint: str, subject: str | None, worker: str | None) -> bool:
-    if F.fault_on(fault) != endpoint:
-        return False
-    task_id = getattr(fault, "task_id", None)
-    if task_id is not None and task_id != subject:
-        return False
-    wanted = getattr(fault, "worker", None)
-    return wanted is None or wanted == worker
 
 
 def prepare(state: State, request: Request) -> Plan:
@@ -172,62 +149,35 @@ def prepare(state: State, request: Request) -> Plan:
     if request.worker is not None and request.worker not in state.workers_seen:
         state.workers_seen.add(request.worker)
         moments.append(Moment("first_request", {"worker": request.worker}))
-    # Clock moves scripted before this request, then expiry (CP-12: before handling any request).
-    if endpoint is not None:
-        for fault in _take(state, lambda f: isinstance(f, F.MoveClock) and f.on == endpoint):
-            assert isinstance(fault, F.MoveClock)
-            kit_move_clock(state, log, fault.delta_ms)
+    # The faults scripted to fire before this request (a clock move; a branch move, which the shell makes),
+    # then expiry (CP-12: before handling any request).
+    before = [] if endpoint is None else take(state, lambda fault: fault.fires_before(endpoint))
+    for fault in before:
+        fault.act(state, log, {})
     expire(state, log)
     plan = Plan(number, endpoint, params, moments, [], endpoint == "receipt", None, [], body, body_error, log.entries)
     if endpoint is None:
         return plan
-    plan.move_branches = [
-        f for f in _take(state, lambda f: isinstance(f, F.MoveBranch) and f.on == endpoint)
-        if isinstance(f, F.MoveBranch)
-    ]
+    plan.move_branches = [move for move in (fault.branch_move() for fault in before) if move is not None]
     if plan.move_branches:
         plan.needs_heads = True
     subject = _subject_task(state, endpoint, params, body)
-    fired = _take(
-        state,
-        lambda f: isinstance(f, (F.Answer, F.Drop, F.Delay)) and _matches(f, endpoint, subject, request.worker),
-        one=True,
-    )
+    fired = take(state, lambda fault: fault.shapes_answer(endpoint, subject), one=True)
     plan.answer_fault = fired[0] if fired else None
     if endpoint == "claim":
-        plan.claim_faults = _take(
-            state,
-            lambda f: isinstance(f, CLAIM_FAULTS)
-            and (getattr(f, "worker", None) in (None, request.worker))
-            and _claim_fault_applies(state, f),
-        )
+        plan.claim_faults = take(state, lambda fault: fault.applies_to_claim(state, request.worker))
         plan.needs_heads = plan.needs_heads or _claim_may_grant(state, plan.claim_faults)
     if body_error is None and isinstance(body, dict):
         plan.moments.extend(_moments(state, request, endpoint, params, body))
     return plan
 
 
-CLAIM_FAULTS = (F.DuplicateDelivery, F.ServeStale, F.ReplayAttempt, F.ConflictingIdentity)
-
-
-def _claim_may_grant(state: State, claim_faults: list[F.Fault]) -> bool:
+def _claim_may_grant(state: State, claim_faults: list[Fault]) -> bool:
     """Whether a claim may grant a lease, whose CP-9 view carries the branch's head: a claim that finds
     nothing to serve, most of a worker's polls, costs the shell no read of the origin."""
-    if any(isinstance(f, (F.ReplayAttempt, F.ConflictingIdentity)) for f in claim_faults):
+    if any(fault.may_grant() for fault in claim_faults):
         return True
-    return _pick(state, stale_ok(claim_faults)) is not None
-
-
-def _claim_fault_applies(state: State, fault: F.Fault) -> bool:
-    """Whether a claim counts for a claim fault: the faults that need a task in some state wait for it."""
-    rec = state.tasks.get(getattr(fault, "task_id", ""))
-    if isinstance(fault, F.ServeStale):
-        return rec is not None and rec.state == "QUEUED"
-    if isinstance(fault, F.ReplayAttempt):
-        return rec is not None and fault.attempt < rec.current["attempt"]
-    if isinstance(fault, F.ConflictingIdentity):
-        return rec is not None and (fault.attempt or 1) <= rec.current["attempt"]
-    return True
+    return pick(state, stale_tasks(claim_faults)) is not None
 
 
 def _moments(
@@ -237,28 +187,16 @@ def _moments(
     if endpoint == "result":
         keys = request.headers.get("idempotency-key", ())
         attempt, digest = body.get("attempt"), body.get("result_hash")
-        if len(keys) == 1 and _is_int(attempt) and isinstance(digest, str):
+        if len(keys) == 1 and is_int(attempt) and isinstance(digest, str):
             args = {"worker": worker, "task_id": params[0], "attempt": attempt, "key": keys[0], "result_hash": digest}
             return [Moment("submission", args)]
     elif endpoint == "receipt":
         task_id, attempt, oid = body.get("task_id"), body.get("attempt"), body.get("commit_oid")
-        if isinstance(task_id, str) and _is_int(attempt) and isinstance(oid, str):
+        if isinstance(task_id, str) and is_int(attempt) and isinstance(oid, str):
             args = {"worker": worker, "task_id": task_id, "attempt": attempt, "commit_oid": oid}
             return [Moment("receipt", args)]
     elif endpoint == "origin_check":
-        out = []
-        for update in _updates(body):
-            lease = _pusher(state, str(body["repository"]), update)
-            if lease is not None:
-                args = {
-                    "task_id": lease.data["task_id"],
-                    "attempt": lease.data["attempt"],
-                    "ref": update["ref"],
-                    "old": update["old"],
-                    "new": update["new"],
-                }
-                out.append(Moment("push", args))
-        return out
+        return push_moments(state, body)
     return []
 
 
@@ -284,7 +222,7 @@ def handle(state: State, request: Request, plan: Plan, heads: Heads, checks: lis
         "answer": outcome.transport,
     }
     if plan.answer_fault is not None:
-        entry["fault"] = F.fault_to_mapping(plan.answer_fault)
+        entry["fault"] = fault_to_mapping(plan.answer_fault)
     if outcome.kill_point is not None:
         entry["kill_point"] = outcome.kill_point
     log.add("request", **entry)
@@ -310,18 +248,18 @@ def _dispatch(state: State, request: Request, plan: Plan, heads: Heads, log: Log
         message = f"no endpoint {request.method} {path}"
         if is_refused_kit_call(request.path, request.worker, state.kit_secret):
             message += ": the kit's own paths are not a worker's to call (CP-22)"
-        status, body = _error(state, 404, "not_found", message)
+        status, body = error_answer(state, 404, "not_found", message)
         return Outcome(status, body, [])
     fault = plan.answer_fault
-    if endpoint in F.EFFECT_ENDPOINTS and fault is not None and not getattr(fault, "effect", True):
+    if endpoint in EFFECT_ENDPOINTS and fault is not None and fault.withholds_effect():
         # The fault withholds the effect: the request changes nothing.
         return _transport(state, fault, None)
     missing = _missing(state, endpoint, plan.params)
     if missing is not None:
-        status, body = _error(state, 404, "not_found", missing)
+        status, body = error_answer(state, 404, "not_found", missing)
         outcome = Outcome(status, body, [])
     elif plan.body_error is not None:
-        status, body = _error(state, 400, "bad_request", plan.body_error)
+        status, body = error_answer(state, 400, "bad_request", plan.body_error)
         outcome = Outcome(status, body, [])
     else:
         outcome = HANDLERS[endpoint](state, request, plan, heads, log)
@@ -343,38 +281,13 @@ def _missing(state: State, endpoint: str, params: tuple[str, ...]) -> str | None
     return None
 
 
-def _transport(state: State, fault: F.Fault, done: Outcome | None) -> Outcome:
-    if isinstance(fault, F.Answer):
-        words = "scripted: " + ("effect applied" if done else "no effect")
-        status, error = _error(state, fault.status, F.REJECTIONS.get(fault.status, "unavailable"), words)
-        outcome = Outcome(status, error, [])
-    elif isinstance(fault, F.Drop):
-        outcome = Outcome(0, None, [], transport="drop")
-    else:
-        assert isinstance(fault, F.Delay)
-        body: dict[str, Any] | None
-        if done is None:
-            status, body = _error(state, 503, "unavailable", "scripted: no effect, answer delayed")
-        else:
-            status, body = done.status, done.body
-        outcome = Outcome(status, body, [], transport="delay", delay_s=float(fault.seconds))
+def _transport(state: State, fault: Fault, done: Outcome | None) -> Outcome:
+    """The answer as the fault shapes it, at the kill point the endpoint reached (if it was handled)."""
+    outcome = fault.shape(state, done)
     if done is not None:
         outcome.kill_point, outcome.kill_worker = done.kill_point, done.kill_worker
     return outcome
 
 
-Handler = Callable[[State, Request, Plan, Heads, Log], Outcome]
-HANDLERS: dict[str, Handler] = {
-    "clock": _clock,
-    "claim": _claim,
-    "task": _task,
-    "result": _result,
-    "report": _report,
-    "renew": _renew,
-    "release": _release,
-    "leases": _leases,
-    "receipt": _receipt,
-    "origin_check": _origin_check,
-    "origin_updated": _origin_updated,
-    "tool_started": _tool_started,
-}
+# Every endpoint's rules, the worker's and the kit's own.
+HANDLERS: dict[str, Handler] = {**WORKER_HANDLERS, **KIT_HANDLERS}

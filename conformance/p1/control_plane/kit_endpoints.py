@@ -3,7 +3,8 @@
 The origin's hook asks ``_kit/origin/check`` whether a push may land (the governed push: an ACTIVE lease
 of an attempt that expects the branch's old head, a commit whose only parent is that head) and tells
 ``_kit/origin/updated`` when a ref moved; the kit's tool announces itself on ``_kit/tool/started``. Each
-push is attributed to the attempt whose lease it acts under.
+push is attributed to the attempt whose lease it acts under. The handlers are gathered in ``KIT_HANDLERS``;
+``push_moments`` names the moment checks (CP-20) a push asks for before it is judged.
 """
 
 from __future__ import annotations
@@ -11,19 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from resumekit.conformance.p1.cp_state import (
+from resumekit.conformance.p1.control_plane.state import (
     ZERO,
+    Handler,
     Heads,
     Lease,
     Log,
+    Moment,
     Outcome,
     Plan,
     Request,
     State,
-    _error,
-    _ok,
     branch_leases,
+    error_answer,
     fire_kill_point,
+    ok_answer,
 )
 
 
@@ -55,11 +58,30 @@ def _pusher(state: State, repository: str, update: Mapping[str, Any]) -> Lease |
     return official[-1] if official else None
 
 
+def push_moments(state: State, body: dict[str, Any]) -> list[Moment]:
+    """The moment checks of a push the hook asks about (COMMIT-2): one per update of a branch that an
+    attempt's lease is found to act under."""
+    out = []
+    for update in _updates(body):
+        lease = _pusher(state, str(body["repository"]), update)
+        if lease is not None:
+            args = {
+                "task_id": lease.data["task_id"],
+                "attempt": lease.data["attempt"],
+                "ref": update["ref"],
+                "old": update["old"],
+                "new": update["new"],
+            }
+            out.append(Moment("push", args))
+    return out
+
+
 def _origin_check(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     body = plan.body
     updates = _updates(body)
     if not updates or len(updates) != len(body["updates"]):
-        return Outcome(*_error(state, 400, "bad_request", "give repository and updates [{ref, old, new, ...}]"), [])
+        message = "give repository and updates [{ref, old, new, ...}]"
+        return Outcome(*error_answer(state, 400, "bad_request", message), [])
     repository = body["repository"]
     verdicts = []
     for update in updates:
@@ -84,7 +106,7 @@ def _origin_check(state: State, request: Request, plan: Plan, heads: Heads, log:
             lease={"lease_id": None, "state": None} if lease is None else {
                 "lease_id": lease.data["lease_id"], "state": lease.data["state"]},
         )
-    return Outcome(*_ok(state, 200, updates=verdicts), [])
+    return Outcome(*ok_answer(state, 200, updates=verdicts), [])
 
 
 def _refusal(state: State, repository: str, update: Mapping[str, Any]) -> str | None:
@@ -117,7 +139,7 @@ def _refusal(state: State, repository: str, update: Mapping[str, Any]) -> str | 
 def _origin_updated(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     body = plan.body
     updates = _updates(body)
-    outcome = Outcome(*_ok(state, 200), [])
+    outcome = Outcome(*ok_answer(state, 200), [])
     for update in updates:
         lease = _pusher(state, body["repository"], update)
         task_id = None if lease is None else str(lease.data["task_id"])
@@ -132,7 +154,14 @@ def _origin_updated(state: State, request: Request, plan: Plan, heads: Heads, lo
 def _tool_started(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     """The kit's tool runs in a workspace (p1.md WRK-5): logged, and the kill point ``tool_started``."""
     log.add("tool_started", **plan.body)  # BODY_MEMBERS made it exactly pid, grandchild, cwd and writes
-    outcome = Outcome(*_ok(state, 200), [])
+    outcome = Outcome(*ok_answer(state, 200), [])
     if fire_kill_point(state, "tool_started", None):
         outcome.kill_point = "tool_started"
     return outcome
+
+
+KIT_HANDLERS: dict[str, Handler] = {
+    "origin_check": _origin_check,
+    "origin_updated": _origin_updated,
+    "tool_started": _tool_started,
+}

@@ -1,11 +1,11 @@
-"""The control plane's state and identity (docs/spec/p1-control-plane.md), pure: the values every rule reads.
+"""The control plane's state (docs/spec/p1-control-plane.md), pure: the values every rule reads and writes.
 
 The constants of the API (identity fields, routes, body members), the state's records, the request, plan
-and outcome the shell and the rules pass each other, the log the rules write, and the lifecycle of leases
-and attempts (CP-6, CP-12) that both the kit's operations and the requests drive. Nothing here reads a
-file, a clock or a socket: the one outside rule, schema validation, is the state's ``validate``, which the
-shell (``control_plane.py``) hands in. The ``_names`` the ``cp_*`` modules take from each other are
-internals of the control plane's core; ``cp_core`` is its public face.
+and outcome the shell and the rules pass each other, the log the rules write, the shapes of an answer, the
+views the kit reads, and the scripted faults as the rules see them: ``Fault``, the hooks through which a
+fault acts, and the queue of those waiting for their request. Nothing here reads a file, a clock or a
+socket: the one outside rule, schema validation, is the state's ``validate``, which the shell
+(``server.py``) hands in. How the records change over time (attempts, leases, CP time) is ``lifecycle.py``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-from resumekit.conformance.p1 import cp_faults as F
-from resumekit.conformance.p1.canonical import NotCanonical, canonical_json
+from dataclasses import Field, dataclass, field
+from typing import Any, ClassVar
 
 # The schemas' "$id" base, as ``resumekit.conformance.schemas.BASE`` spells it: importing that module would
 # bring the reading of schema files with it (tests/test_purity.py checks that the two agree).
@@ -114,14 +111,6 @@ class TaskRec:
         return self.attempts[-1]
 
 
-@dataclass
-class Pending:
-    """A scripted fault waiting for its request, with how many matching requests it has seen."""
-
-    fault: F.Fault
-    seen: int = 0
-
-
 # The first way *instance* breaks the schema whose "$id" is the first argument, or None; its str() is the
 # message (``schemas.first_violation``, which reads the schema files, is what the shell hands in).
 Validate = Callable[[str, Any], object | None]
@@ -171,6 +160,15 @@ class Moment:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class BranchMove:
+    """A branch of an origin the shell moves to *oid*, bypassing its hook, when a scripted fault says so."""
+
+    repository: str
+    branch: str
+    oid: str
+
+
 @dataclass
 class Plan:
     """What ``prepare`` found a request needs before ``handle``: its route, body, moments and faults."""
@@ -179,10 +177,10 @@ class Plan:
     endpoint: str | None
     params: tuple[str, ...]
     moments: list[Moment]
-    move_branches: list[F.MoveBranch]
+    move_branches: list[BranchMove]
     needs_heads: bool
-    answer_fault: F.Fault | None
-    claim_faults: list[F.Fault]
+    answer_fault: Fault | None
+    claim_faults: list[Fault]
     body: Any
     body_error: str | None
     entries: list[dict[str, Any]]
@@ -219,15 +217,30 @@ class Log:
         self.entries.append(entry)
 
 
+# An endpoint's rules: the request, its plan and the heads the shell read, applied to the state.
+Handler = Callable[[State, Request, Plan, Heads, Log], Outcome]
+
+
 # ---------------------------------------------------------------- answers
 
 
-def _ok(state: State, status: int, /, **members: Any) -> tuple[int, dict[str, Any]]:
+def ok_answer(state: State, status: int, /, **members: Any) -> tuple[int, dict[str, Any]]:
+    """A success's status and body: its members and the CP time (CP-4)."""
     return status, {**members, "now_ms": state.now_ms}
 
 
-def _error(state: State, status: int, error: str, message: str, /, **members: Any) -> tuple[int, dict[str, Any]]:
+def error_answer(
+    state: State, status: int, error: str, message: str, /, **members: Any
+) -> tuple[int, dict[str, Any]]:
+    """An error's status and body (CP-2): its code, its message, its members and the CP time."""
     return status, {"error": error, "message": message, **members, "now_ms": state.now_ms}
+
+
+def conflict_answer(state: State, rec: TaskRec, reason: str) -> tuple[int, dict[str, Any]]:
+    """A submission's 409 (CP-9): why, with the task's state and its stored result."""
+    return error_answer(
+        state, 409, "conflict", f"conflict: {reason}", reason=reason, state=rec.state, stored=copy.deepcopy(rec.stored)
+    )
 
 
 # ---------------------------------------------------------------- views
@@ -259,118 +272,118 @@ def branch_leases(state: State, repository: str, branch: str) -> list[Lease]:
     ]
 
 
-# ---------------------------------------------------------------- leases and attempts
+def kit_task(state: State, task_id: str) -> TaskRec:
+    """The task a kit operation names (``KitError`` when there is none)."""
+    if task_id not in state.tasks:
+        raise KitError(f"no task {task_id!r}")
+    return state.tasks[task_id]
 
 
-def _set_task_state(state: State, log: Log, task_id: str, to: str, cause: str) -> None:
-    rec = state.tasks[task_id]
-    if rec.state != to:
-        attempt = rec.current["attempt"]
-        log.add("task_state", task_id=task_id, attempt=attempt, **{"from": rec.state}, to=to, cause=cause)
-        rec.state = to
+# ---------------------------------------------------------------- the scripted faults
 
 
-def _issue_next(state: State, log: Log, task_id: str, changes: Mapping[str, Any], cause: str) -> None:
-    rec = state.tasks[task_id]
-    previous = rec.current
-    served = {**copy.deepcopy(previous), **copy.deepcopy(dict(changes)), "attempt": previous["attempt"] + 1}
-    _check_task(state, served, rec.attempts)
-    rec.attempts.append(served)
-    state.issue_order.append((task_id, served["attempt"]))
-    log.add("attempt_issued", task_id=task_id, attempt=served["attempt"], task=copy.deepcopy(served), cause=cause)
-    _set_task_state(state, log, task_id, "QUEUED", cause)
-    # Issuing a new attempt ends the previous attempt's lease (CP-6).
-    lease_id = rec.lease_of.get(previous["attempt"])
-    if lease_id is not None and state.leases[lease_id].data["state"] == "ACTIVE":
-        _end_lease(state, log, state.leases[lease_id], "EXPIRED", "superseded")
+class Fault:
+    """A scripted fault (CP-21), as the rules see it: the hooks through which it acts, each of which takes
+    no part unless the fault overrides it.
+
+    The faults themselves are in ``faults.py``, each a frozen dataclass that overrides the hooks it takes
+    part in: the rules call these hooks and name no fault. A fault that waits for a request is queued when
+    it is scripted; each request is counted against it at the hook of the point the request reaches, and
+    the ``nth`` counted fires it (once: it is then dropped). One that does not wait acts at once.
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every fault is a dataclass: its fields are its script
+    nth: int = 1  # which counted request fires it
+
+    # -- when it is scripted
+
+    def waits_for_request(self) -> bool:
+        """Whether it waits for a request rather than acting when it is scripted."""
+        return True
+
+    def reads_heads(self) -> bool:
+        """Whether acting when it is scripted needs the origins' heads (a lease's view carries its branch's)."""
+        return False
+
+    def act(self, state: State, log: Log, heads: Heads) -> None:
+        """Change the state, when it is scripted (if it does not wait) or when it fires ``fires_before`` a
+        request; *heads* are empty unless ``reads_heads`` asked for them."""
+
+    def branch_move(self) -> BranchMove | None:
+        """The branch the shell moves when this fault acts (the core reads and writes no origin)."""
+        return None
+
+    # -- when a request arrives, before it is handled
+
+    def fires_before(self, endpoint: str) -> bool:
+        """Whether a request to *endpoint* counts for it, to ``act`` before the request's leases expire."""
+        return False
+
+    def shapes_answer(self, endpoint: str, subject: str | None) -> bool:
+        """Whether a request to *endpoint*, about task *subject*, counts for it, to ``shape`` its answer (at
+        most one such fault fires per request)."""
+        return False
+
+    def applies_to_claim(self, state: State, worker: str | None) -> bool:
+        """Whether a claim from *worker* counts for it, as the state stands (a fault that needs its task in
+        some state waits for it)."""
+        return False
+
+    # -- while the request is handled
+
+    def withholds_effect(self) -> bool:
+        """Whether the answer it shapes comes with no effect: the request changes nothing."""
+        return False
+
+    def shape(self, state: State, done: Outcome | None) -> Outcome:
+        """How the answer travels: *done* is the endpoint's outcome, or None when the effect is withheld."""
+        raise NotImplementedError(f"{type(self).__name__} shapes no answer")
+
+    def may_grant(self) -> bool:
+        """Whether a claim it fired on may grant a lease (whose view needs the branch's head) whatever is
+        queued."""
+        return False
+
+    def stale_task(self) -> str | None:
+        """The task a claim it fired on may serve although its generation is below its branch's."""
+        return None
+
+    def answer_claim(self, state: State, request: Request, heads: Heads, log: Log) -> Outcome | None:
+        """The answer to a claim it fired on, or None to let the claim's own rules answer."""
+        return None
+
+    def answers_submission(self, task_id: str) -> bool:
+        """Whether a well-formed result submission for *task_id* counts for it, to ``answer_submission``."""
+        return False
+
+    def answer_submission(self, state: State, log: Log, rec: TaskRec, task_id: str, body: dict[str, Any]) -> Outcome:
+        """The answer to the submission it fired on (in place of CP-9's rules from the lease on)."""
+        raise NotImplementedError(f"{type(self).__name__} answers no submission")
+
+    def fires_at(self, point: str, subject: str | None) -> bool:
+        """Whether reaching the kit-side kill *point*, for task *subject*, counts for it (FPT-3)."""
+        return False
 
 
-def _end_lease(state: State, log: Log, lease: Lease, to: str, event: str) -> None:
-    lease.data["state"] = to
-    log.add("lease", event=event, lease=lease_view(lease))
-    if not lease.official:
-        return
-    rec = state.tasks[lease.data["task_id"]]
-    # CP-12: a RUNNING attempt whose lease stops being ACTIVE with no result stored is issued anew.
-    if rec.current["attempt"] == lease.data["attempt"] and rec.state == "RUNNING" and rec.stored is None:
-        _issue_next(state, log, lease.data["task_id"], {}, f"lease_{event}")
+@dataclass
+class Pending:
+    """A scripted fault waiting for its request, with how many matching requests it has seen."""
+
+    fault: Fault
+    seen: int = 0
 
 
-def expire(state: State, log: Log) -> None:
-    """CP-12 expiry: every ACTIVE lease whose expires_at_ms has been reached becomes EXPIRED."""
-    for lease in list(state.leases.values()):
-        if lease.data["state"] == "ACTIVE" and lease.data["expires_at_ms"] <= state.now_ms:
-            _end_lease(state, log, lease, "EXPIRED", "expired")
-
-
-def _grant(
-    state: State,
-    log: Log,
-    served: Mapping[str, Any],
-    *,
-    generation: int,
-    official: bool,
-    holder: str | None,
-    heads: Heads,
-) -> Lease:
-    repository, branch = served["repository"], served["target_branch"]
-    lease_id = f"lease-{state.next_lease}"
-    state.next_lease += 1
-    lease = Lease(
-        data={
-            "lease_id": lease_id,
-            "repository": repository,
-            "target_branch": branch,
-            "task_id": served["task_id"],
-            "attempt": served["attempt"],
-            "generation": generation,
-            "state": "ACTIVE",
-            "ttl_ms": state.ttl_ms,
-            "acquired_at_ms": state.now_ms,
-            "expires_at_ms": state.now_ms + state.ttl_ms,
-            "current_head_oid": heads.get((repository, branch)),
-        },
-        official=official,
-        holder=holder,
-    )
-    state.leases[lease_id] = lease
-    key = (repository, branch)
-    state.highest_generation[key] = max(state.highest_generation.get(key, 0), generation)
-    log.add("lease", event="granted", lease=lease_view(lease), official=official, holder=holder)
-    # Granting generation g fences every ACTIVE lease of the branch with a lower generation.
-    for other in branch_leases(state, repository, branch):
-        if other.data["state"] == "ACTIVE" and other.data["generation"] < generation:
-            _end_lease(state, log, other, "EXPIRED", "fenced")
-    return lease
-
-
-# ---------------------------------------------------------------- a task as served, scripted faults
-
-
-def _check_task(state: State, served: Mapping[str, Any], earlier: list[dict[str, Any]]) -> None:
-    problem = state.validate(TASK_SCHEMA, dict(served))
-    if problem is not None:
-        raise KitError(f"task {served.get('task_id')!r} breaks schemas/p1/task.json {problem}")
-    try:
-        canonical_json(dict(served))
-    except NotCanonical as error:
-        raise KitError(f"task {served.get('task_id')!r}: {error}") from None
-    for other in earlier:
-        same_digest = other["execution_digest"] == served["execution_digest"]
-        if same_digest and (other["kind"] != served["kind"] or other["payload"] != served["payload"]):
-            raise KitError("attempts with one execution_digest must have the same kind and payload (CP-5)")
-
-
-def _take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -> list[F.Fault]:
-    """Count the request against every pending fault *pick* accepts; return (and drop) those that fire."""
-    fired: list[F.Fault] = []
+def take(state: State, counts: Callable[[Fault], bool], *, one: bool = False) -> list[Fault]:
+    """Count the request against every pending fault *counts* accepts; return (and drop) those that fire."""
+    fired: list[Fault] = []
     for pending in list(state.faults):
-        if not pick(pending.fault):
+        if not counts(pending.fault):
             continue
         if one and fired:
             break
         pending.seen += 1
-        if pending.seen >= getattr(pending.fault, "nth", 1):
+        if pending.seen >= pending.fault.nth:
             fired.append(pending.fault)
             state.faults.remove(pending)
     return fired
@@ -378,14 +391,9 @@ def _take(state: State, pick: Callable[[F.Fault], bool], *, one: bool = False) -
 
 def fire_kill_point(state: State, name: str, subject: str | None) -> bool:
     """Whether a scripted kill point fires at this point (counted only where the point is reached)."""
-    return bool(
-        _take(
-            state,
-            lambda f: isinstance(f, F.KillPoint) and f.name == name and f.task_id in (None, subject),
-            one=True,
-        )
-    )
+    return bool(take(state, lambda fault: fault.fires_at(name, subject), one=True))
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether *value* is a JSON integer (a bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -1,12 +1,13 @@
 """The kit's simulated control plane (docs/spec/p1-control-plane.md): a real HTTP server on the loopback.
 
-A thin shell around the pure core of ``cp_core``: it speaks HTTP (``ThreadingHTTPServer`` in a daemon
-thread), holds one lock around the core, reads the origins' refs and moves branches when the core asks,
-runs the observer's moment checks (CP-20) before the core stores anything, appends every log entry to
-a JSON-lines file, flushed before the answer leaves (CP-19), and then answers, drops the
-connection, or holds the answer, as the script says (CP-21). Each worker gets a base URL of its own,
-``/w/<worker>/``, which is how its requests are attributed (CP-1). The kit's own paths carry a secret of
-this control plane's, drawn at its birth and never given to the worker (CP-22): ``kit_url`` builds them.
+A thin shell around the pure core, the rest of this package (its ``__init__`` maps it): it speaks HTTP
+(``ThreadingHTTPServer`` in a daemon thread), holds one lock around the core, reads the origins' refs and
+moves branches when the core asks, runs the observer's moment checks (CP-20) before the core stores
+anything, appends every log entry to a JSON-lines file, flushed before the answer leaves (CP-19), and then
+answers, drops the connection, or holds the answer, as the script says (CP-21). Each worker gets a base
+URL of its own, ``/w/<worker>/``, which is how its requests are attributed (CP-1). The kit's own paths
+carry a secret of this control plane's, drawn at its birth and never given to the worker (CP-22):
+``kit_url`` builds them.
 """
 
 from __future__ import annotations
@@ -27,8 +28,29 @@ from typing import IO, Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 from resumekit.conformance.history import History
-from resumekit.conformance.p1 import cp_core as core
-from resumekit.conformance.p1 import cp_faults as F
+from resumekit.conformance.p1.control_plane.kit import (
+    fault_from_mapping,
+    kit_issue,
+    kit_reissue,
+    kit_script,
+    kit_set_state,
+)
+from resumekit.conformance.p1.control_plane.lifecycle import move_clock
+from resumekit.conformance.p1.control_plane.requests import handle, log_refused_kit_call, prepare, shown_path
+from resumekit.conformance.p1.control_plane.state import (
+    KIT,
+    BranchMove,
+    Fault,
+    KitError,
+    Log,
+    Moment,
+    Outcome,
+    Request,
+    State,
+    branch_leases,
+    lease_view,
+    task_view,
+)
 from resumekit.conformance.p1.origin import GitError, Origin, OriginUnreadable
 from resumekit.conformance.schemas import first_violation
 
@@ -140,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers: dict[str, tuple[str, ...]] = {}
         for name, value in self.headers.items():
             headers[name.lower()] = (*headers.get(name.lower(), ()), value)
-        request = core.Request(self.command, relative, split.query, headers, body, worker)
+        request = Request(self.command, relative, split.query, headers, body, worker)
         outcome = self.server.plane._serve(request)
         if outcome.transport == "drop":
             self.close_connection = True
@@ -193,7 +215,7 @@ class ControlPlane:
         history: History | None = None,
     ) -> None:
         # The core validates tasks and submissions through the schemas, which this shell reads from disk.
-        self._state = core.State(
+        self._state = State(
             now_ms=clock_ms,
             ttl_ms=ttl_ms,
             retry_after_ms=retry_after_ms,
@@ -275,7 +297,7 @@ class ControlPlane:
         """The URL of one of the kit's own paths (CP-22), such as ``_kit/origin/check``, with this control
         plane's secret in it: ``.../_kit/<secret>/origin/check``. It is for the kit's own callers only (the
         origin's hook, the kit's tool through a file): never put it in an argv, a message or a report."""
-        prefix = core.KIT + "/"
+        prefix = KIT + "/"
         if not path.startswith(prefix) or path == prefix:
             raise ValueError(f"a kit path starts with {prefix!r} and names an endpoint, not {path!r}")
         return f"http://127.0.0.1:{self.port}/{prefix}{self._state.kit_secret}/{path[len(prefix):]}"
@@ -292,40 +314,38 @@ class ControlPlane:
 
     def issue(self, task: Mapping[str, Any]) -> None:
         """Issue a task's first official attempt (QUEUED); ``origin_url`` defaults to the repository's origin."""
-        self._kit(lambda log: core.kit_issue(self._state, log, task))
+        self._kit(lambda log: kit_issue(self._state, log, task))
 
     def reissue(self, task_id: str, **changes: Any) -> None:
         """Issue the next official attempt, with identity fields changed as given (CP-6)."""
-        self._kit(lambda log: core.kit_reissue(self._state, log, task_id, changes))
+        self._kit(lambda log: kit_reissue(self._state, log, task_id, changes))
 
     def move_clock(self, delta_ms: int) -> None:
         """Move CP time forward or backward; leases expire at once where due (CP-4, CP-12)."""
-        self._kit(lambda log: core.kit_move_clock(self._state, log, delta_ms))
+        self._kit(lambda log: move_clock(self._state, log, delta_ms))
 
     def set_state(self, task_id: str, state: str) -> None:
         """Kit only: VERIFYING to SUCCEEDED or FAILED, or an operator's FAILED or RECONCILIATION_REQUIRED."""
-        self._kit(lambda log: core.kit_set_state(self._state, log, task_id, state))
+        self._kit(lambda log: kit_set_state(self._state, log, task_id, state))
 
-    def script(self, *faults: F.Fault) -> None:
+    def script(self, *faults: Fault) -> None:
         """Script faults (CP-21): those that wait for a request fire in order of matching."""
         for fault in faults:
             self._kit(functools.partial(self._script_one, fault))
 
-    def _script_one(self, fault: F.Fault, log: core.Log) -> None:
-        if isinstance(fault, F.MoveBranch) and fault.on is None:
-            log.add("fault_scripted", fault=F.fault_to_mapping(fault))
-            self._move_branch(fault, log)
-            return
-        heads = self._heads() if isinstance(fault, (F.SecondLease, F.Fence)) else {}
-        core.kit_script(self._state, log, fault, heads)
+    def _script_one(self, fault: Fault, log: Log) -> None:
+        heads = self._heads() if fault.reads_heads() else {}
+        move = kit_script(self._state, log, fault, heads)
+        if move is not None:
+            self._move_branch(move, log)
 
     def script_mappings(self, *faults: Mapping[str, Any]) -> None:
         """Script faults written as mappings, as a YAML scenario names them."""
-        self.script(*(F.fault_from_mapping(fault) for fault in faults))
+        self.script(*(fault_from_mapping(fault) for fault in faults))
 
-    def _kit(self, action: Callable[[core.Log], None]) -> None:
+    def _kit(self, action: Callable[[Log], None]) -> None:
         with self._lock:
-            log = core.Log(self._state, None)
+            log = Log(self._state, None)
             try:
                 action(log)
             finally:
@@ -350,12 +370,12 @@ class ControlPlane:
         with self._lock:
             if task_id not in self._state.tasks:
                 raise KeyError(task_id)
-            return core.task_view(self._state, task_id)
+            return task_view(self._state, task_id)
 
     def leases(self, repository: str, target_branch: str) -> list[dict[str, Any]]:
         """Every lease granted on the branch, in order of grant (copies)."""
         with self._lock:
-            return [core.lease_view(lease) for lease in core.branch_leases(self._state, repository, target_branch)]
+            return [lease_view(lease) for lease in branch_leases(self._state, repository, target_branch)]
 
     def pending_faults(self) -> int:
         """How many scripted faults wait for a request that has not come."""
@@ -394,17 +414,17 @@ class ControlPlane:
 
     # ------------------------------------------------------------ the shell
 
-    def _serve(self, request: core.Request) -> core.Outcome:
+    def _serve(self, request: Request) -> Outcome:
         arrived_ms = round((time.monotonic() - self._born) * 1000, 1)
         with self._lock:
-            plan = core.prepare(self._state, request)
-            log = core.Log(self._state, plan.number)
+            plan = prepare(self._state, request)
+            log = Log(self._state, plan.number)
             log.entries = plan.entries
             for move in plan.move_branches:
                 self._move_branch(move, log)
             heads = self._heads() if plan.needs_heads else {}
             checks = [(moment, self._moment(moment)) for moment in plan.moments]
-            outcome = core.handle(self._state, request, plan, heads, checks)
+            outcome = handle(self._state, request, plan, heads, checks)
             for entry in outcome.entries:
                 if entry.get("kind") == "request":  # real time is the shell's to read, not the core's
                     entry["arrived_ms"] = arrived_ms
@@ -418,15 +438,15 @@ class ControlPlane:
         with self._lock:
             number = self._state.next_request
             self._state.next_request += 1
-            log = core.Log(self._state, number)
-            core.log_refused_kit_call(self._state, log, method, path, worker)
-            shown = core.shown_path(path, self._state.kit_secret)
+            log = Log(self._state, number)
+            log_refused_kit_call(self._state, log, method, path, worker)
+            shown = shown_path(path, self._state.kit_secret)
             fields = {"worker": worker, "method": method, "path": shown, "endpoint": None, "idempotency_key": None}
             log.add("request", **fields, body_sha256=None, status=400, answer="answer", message=message)
             self._write(log.entries)
             return {"error": "bad_request", "message": message, "now_ms": self._state.now_ms}
 
-    def _moment(self, moment: core.Moment) -> list[str]:
+    def _moment(self, moment: Moment) -> list[str]:
         observer = self._observer
         if observer is None:
             return []
@@ -457,10 +477,10 @@ class ControlPlane:
                 heads[(repository, ref[len("refs/heads/"):])] = oid
         return heads
 
-    def _move_branch(self, move: F.MoveBranch, log: core.Log) -> None:
+    def _move_branch(self, move: BranchMove, log: Log) -> None:
         origin = self._origins.get(move.repository)
         if origin is None:
-            raise core.KitError(f"no origin for repository {move.repository!r}")
+            raise KitError(f"no origin for repository {move.repository!r}")
         before = origin.head(move.branch)
         try:
             origin.git(["update-ref", f"refs/heads/{move.branch}", move.oid])

@@ -36,24 +36,35 @@ class Recorder:
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.requests: list[int | None] = []  # the number of the request each call was made for
         self.problems: list[str] = []
         self.at_kill: list[list[dict[str, Any]]] = []
         self.log_path: Path | None = None
 
-    def on_first_request(self, worker: str) -> list[str]:
+    def on_first_request(self, worker: str, *, request: int | None = None) -> list[str]:
         self.calls.append(("first_request", worker))
+        self.requests.append(request)
         return list(self.problems)
 
-    def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]:
+    def on_submission(
+        self, worker: str, task_id: str, attempt: int, key: str, result_hash: str, *, request: int | None = None
+    ) -> list[str]:
         self.calls.append(("submission", worker, task_id, attempt, key, result_hash))
+        self.requests.append(request)
         return list(self.problems)
 
-    def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]:
+    def on_receipt(
+        self, worker: str, task_id: str, attempt: int, commit_oid: str, *, request: int | None = None
+    ) -> list[str]:
         self.calls.append(("receipt", worker, task_id, attempt, commit_oid))
+        self.requests.append(request)
         return list(self.problems)
 
-    def on_push(self, task_id: str, attempt: int, ref: str, old: str, new: str) -> list[str]:
+    def on_push(
+        self, task_id: str, attempt: int, ref: str, old: str, new: str, *, request: int | None = None
+    ) -> list[str]:
         self.calls.append(("push", task_id, attempt, ref, old, new))
+        self.requests.append(request)
         return list(self.problems)
 
     def on_kill_point(self, name: str, worker: str) -> None:
@@ -234,15 +245,17 @@ def test_every_entry_is_durable_before_the_answer_leaves(env: Env) -> None:
 
 
 def test_moment_problems_are_logged_and_never_change_the_answer(env: Env) -> None:
-    env.observer.problems = ["no result_pending row"]
+    env.observer.problems = ["the check could not read the journal"]
     env.cp.issue(env.task())
     lease = env.claim()["lease"]
     status, _ = env.submit("t-1", 1, lease["lease_id"], env.capture())
     assert status == 201
     moments = env.kinds("moment")
     assert {m["check"] for m in moments} == {"first_request", "submission"}
-    assert all(m["problems"] == ["no result_pending row"] and m["ok"] is False for m in moments)
+    assert all(m["problems"] == ["the check could not read the journal"] and m["ok"] is False for m in moments)
     assert ("submission", "w1", "t-1", 1, KEY, result_hash(env.capture())) in env.observer.calls
+    # each reading is made for the request it is logged with, so that the checks can pair the two
+    assert env.observer.requests == [m["request"] for m in moments]
 
 
 # ---------------------------------------------------------------- CP-5 to CP-8

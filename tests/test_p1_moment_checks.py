@@ -32,7 +32,7 @@ def test_the_reference_passes_the_scenario_when_every_check_runs() -> None:
 
 def test_a_first_request_check_that_raises_errors_the_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: the exception went into the control plane's log, nothing read it, and CLEAN-1 went unchecked.
-    def unreadable(self: Observer, worker: str) -> list[str]:
+    def unreadable(self: Observer, worker: str, *, request: int | None = None) -> list[str]:
         raise PermissionError(13, "Permission denied", "workspaces")
 
     monkeypatch.setattr(Observer, "on_first_request", unreadable)

@@ -299,7 +299,7 @@ def _verdict(drive: verbs.Drive, complete: bool) -> CaseResult:
         message = f"the kit could not make {len(broken)} moment check(s): {broken[0]}"
         return drive.worker.fail(message, outcome=Outcome.ERRORED)
     verdict = rules.judge(story, scenario) if complete else rules.judge_moments(story, scenario)
-    found = [*world.moment_problems, *verdict]
+    found = verdict
     mismatches = tuple(rules.capped(found))
     marks = evidence_checks.attested(story.settings if complete else None, world.blocked_at)
     if mismatches:

@@ -69,7 +69,6 @@ class World:
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # template name -> task as issued
     # Everything the kit did and saw in this world, in order: what the checks judge (``views``, ``checks``).
     history: History = field(default_factory=History)
-    moment_problems: list[Mismatch] = field(default_factory=list)
     start_listing: dict[str, list[str]] = field(default_factory=dict)  # worker name -> root listing at start
     first_seen: set[str] = field(default_factory=set)
     kill_armed: set[str] = field(default_factory=set)
@@ -436,6 +435,7 @@ def swap_for_link(world: World, name: str) -> None:
     root.move(name, world.kit_folder("moved-out"), name)
     root.link(name, world.decoy)
     world.swapped.add(name)
+    world.record("kit", "swapped-for-link", name=name)  # CLEAN-4 lets it stay: CLEAN-1 does not count it
 
 
 def tamper(world: World) -> None:

@@ -20,11 +20,10 @@ from resumekit.conformance.p1 import effect_checks as effects
 from resumekit.conformance.p1 import origin_checks as origins
 from resumekit.conformance.p1 import pacing_checks as pacing
 from resumekit.conformance.p1 import renewal_checks as renewals
-from resumekit.conformance.p1 import resume_checks
+from resumekit.conformance.p1 import resume_checks, submission_checks
 from resumekit.conformance.p1 import row_checks as row
 from resumekit.conformance.p1 import settings_checks as settings
-from resumekit.conformance.p1 import submission_checks as submission
-from resumekit.conformance.p1.checks import cache, commit, failpoints, journal, processes, resume
+from resumekit.conformance.p1.checks import cache, cleanup, commit, failpoints, journal, processes, resume, submission
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
 
@@ -80,6 +79,10 @@ RULES: tuple[Rule, ...] = (
     Rule("resume.orderly_stops", ("RESUME-5",), resume.orderly_stops, at_stop=True),
     # what the whole history shows once the run took every step
     Rule("commit.unreadable_origins", ("COMMIT-3",), commit.unreadable_origins, moment=True),
+    Rule("cleanup.first_requests", ("CLEAN-1",), cleanup.first_requests, moment=True),
+    Rule("submission.arrivals", ("SUB-1", "SUB-2"), submission.arrivals, moment=True),
+    Rule("commit.receipts", ("COMMIT-5",), commit.receipts, strict=True, moment=True),
+    Rule("commit.pushes", ("COMMIT-2",), commit.pushes, moment=True),
     Rule("cache.after_power_cuts", ("CACHE-3",), cache.after_power_cuts, moment=True),
     Rule("processes.tool", ("ADP-2",), processes.tool),
     Rule("processes.watch", ("WRK-5",), processes.watch, moment=True),
@@ -89,7 +92,7 @@ RULES: tuple[Rule, ...] = (
          _rows(row.journal_checks, "rows", "snapshots")),
     Rule("submission.side_effects", ("COMMIT-3", "KEY-1", "SUB-4", "TASK-2"), _story(effects.side_effect_checks)),
     Rule("submission.backing", ("SUB-7",), _story(effects.submitted_backing)),
-    Rule("submission.exact_match", ("SUB-5",), _story(submission.exact_match_checks)),
+    Rule("submission.exact_match", ("SUB-5",), _story(submission_checks.exact_match_checks)),
     Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), _rows(row.reuse_checks, "rows")),
     Rule("submission.keys", ("KEY-1", "KEY-2"), _story(effects.key_checks)),
     Rule("leases.lost", ("LEASE-4",), _story(effects.lease_checks)),

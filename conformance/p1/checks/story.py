@@ -55,6 +55,19 @@ class Story:
         """The story of the events at or after *seq* only (what the harness asks the checks about as it goes)."""
         return Story([e for e in self.events if e.seq >= seq], self.profile, self.journal)
 
+    def reads_at(self, request: object) -> list[Event]:
+        """The journal reads the kit made as request number *request* arrived, in order (first worker's first)."""
+        return [e for e in self._moment_reads if e.get("request") == request]
+
+    @cached_property
+    def _moment_reads(self) -> list[Event]:
+        return [e for e in self.events if e.actor == "journal" and e.kind == "read" and e.get("request") is not None]
+
+    def moments(self, check: str) -> list[dict[str, Any]]:
+        """The control plane's moment entries of *check* (``first_request``, ``submission``, ``receipt``,
+        ``push``): each request the kit read the journal at, with what the request named."""
+        return [entry for entry in self.log if entry.get("kind") == "moment" and entry.get("check") == check]
+
     @property
     def strict(self) -> bool:
         """Whether the run compares in the strict profile: the strict clauses are checked too."""

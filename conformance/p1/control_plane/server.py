@@ -63,21 +63,28 @@ _UNREADABLE_KEPT = 4  # failed reads of an origin kept: the first already fails 
 
 
 class Observer(Protocol):
-    """The kit's moment checks (CP-20, EVID-4); each returns the problems it found, logged with the request."""
+    """The kit's moment readings (CP-20, EVID-4), made as a request arrives, before it is answered, and recorded
+    with the request's number for the checks; each returns the problems the kit had making it (none: done)."""
 
-    def on_first_request(self, worker: str) -> list[str]:
+    def on_first_request(self, worker: str, *, request: int | None = None) -> list[str]:
         """A worker's first request: no stale workspace may be left by then (CLEAN-1)."""
         ...
 
-    def on_submission(self, worker: str, task_id: str, attempt: int, key: str, result_hash: str) -> list[str]:
+    def on_submission(
+        self, worker: str, task_id: str, attempt: int, key: str, result_hash: str, *, request: int | None = None
+    ) -> list[str]:
         """A result submission arrived: its result_pending row must be durable already (SUB-1)."""
         ...
 
-    def on_receipt(self, worker: str, task_id: str, attempt: int, commit_oid: str) -> list[str]:
+    def on_receipt(
+        self, worker: str, task_id: str, attempt: int, commit_oid: str, *, request: int | None = None
+    ) -> list[str]:
         """A commit receipt arrived: its commit_done row must be durable already (COMMIT-5, strict)."""
         ...
 
-    def on_push(self, task_id: str, attempt: int, ref: str, old: str, new: str) -> list[str]:
+    def on_push(
+        self, task_id: str, attempt: int, ref: str, old: str, new: str, *, request: int | None = None
+    ) -> list[str]:
         """A push reached the origin: the attempt's latest durable row must be verification_passed (COMMIT-2)."""
         ...
 
@@ -423,7 +430,7 @@ class ControlPlane:
             for move in plan.move_branches:
                 self._move_branch(move, log)
             heads = self._heads() if plan.needs_heads else {}
-            checks = [(moment, self._moment(moment)) for moment in plan.moments]
+            checks = [(moment, self._moment(moment, plan.number)) for moment in plan.moments]
             outcome = handle(self._state, request, plan, heads, checks)
             for entry in outcome.entries:
                 if entry.get("kind") == "request":  # real time is the shell's to read, not the core's
@@ -446,24 +453,23 @@ class ControlPlane:
             self._write(log.entries)
             return {"error": "bad_request", "message": message, "now_ms": self._state.now_ms}
 
-    def _moment(self, moment: Moment) -> list[str]:
+    def _moment(self, moment: Moment, number: int | None) -> list[str]:
         observer = self._observer
         if observer is None:
             return []
         args = moment.args
         try:
             if moment.check == "first_request":
-                return list(observer.on_first_request(args["worker"]))
+                return list(observer.on_first_request(args["worker"], request=number))
             if moment.check == "submission":
-                return list(
-                    observer.on_submission(
-                        args["worker"], args["task_id"], args["attempt"], args["key"], args["result_hash"]
-                    )
-                )
+                worker, task_id, attempt, key = args["worker"], args["task_id"], args["attempt"], args["key"]
+                return list(observer.on_submission(worker, task_id, attempt, key, args["result_hash"], request=number))
             if moment.check == "receipt":
-                return list(observer.on_receipt(args["worker"], args["task_id"], args["attempt"], args["commit_oid"]))
+                worker, task_id, attempt = args["worker"], args["task_id"], args["attempt"]
+                return list(observer.on_receipt(worker, task_id, attempt, args["commit_oid"], request=number))
             if moment.check == "push":
-                return list(observer.on_push(args["task_id"], args["attempt"], args["ref"], args["old"], args["new"]))
+                task_id, attempt, ref = args["task_id"], args["attempt"], args["ref"]
+                return list(observer.on_push(task_id, attempt, ref, args["old"], args["new"], request=number))
         except Exception as error:  # a broken check errors its scenario, never crashes the control plane
             message = f"the {moment.check} check raised {type(error).__name__}: {error}"
             self._check_errors.append(message)

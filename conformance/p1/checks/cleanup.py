@@ -1,0 +1,23 @@
+"""Startup cleanup (docs/spec/p1.md, section 12): by a worker's first request no stale workspace is left
+(CLEAN-1)."""
+
+from __future__ import annotations
+
+from resumekit.conformance.p1.checks.story import Scenario, Story
+from resumekit.conformance.results import Mismatch
+
+
+def first_requests(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """CLEAN-1: each ``task-`` workspace the root held when a worker process started is gone by its first
+    request (but one the kit swapped for a link, which CLEAN-4 lets stay)."""
+    started = {event.actor: event.get("listing", ()) for event in history.of(None, "started")}
+    swapped = {event.get("name") for event in history.of("kit", "swapped-for-link")}
+    found = []
+    for event in history.of(None, "first-request"):
+        worker, now = event.actor, set(event.get("listing", ()))
+        before = [name for name in started.get(worker, ()) if name.startswith("task-")]
+        left = sorted(name for name in before if name in now and name not in swapped)
+        if left:
+            note = "stale workspaces were still there at the worker's first request"
+            found.append(Mismatch(f"/workers/{worker}/first-request", [], left, "CLEAN-1", note, event=event.seq))
+    return found

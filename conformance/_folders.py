@@ -117,6 +117,36 @@ class Folder:
         except OSError:
             return None
 
+    def lstat(self, name: str) -> os.stat_result | None:
+        """What is at *name* (a link is itself, never followed); None when nothing is there."""
+        self._checked()
+        try:
+            if sys.platform != "win32":
+                return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            return os.lstat(self.path / name)
+        except FileNotFoundError:
+            return None
+
+    def read(self, name: str, limit: int) -> bytes:
+        """The bytes of the regular file *name*, at most *limit* of them; Refused for a link, a FIFO, a device
+        or a directory at the name (opened without following a link, never blocking on a FIFO) or a file
+        holding more; FileNotFoundError when nothing is there."""
+        self._checked()
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            fd = os.open(name, flags, dir_fd=self.fd) if sys.platform != "win32" else os.open(self.path / name, flags)
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            raise Refused(f"{str(self.path / name)!r} cannot be opened: {error}") from None
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise Refused(f"{str(self.path / name)!r} is not a regular file")
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise Refused(f"{str(self.path / name)!r} holds more than {limit} bytes")
+        return data
+
     def names(self) -> list[str]:
         """The names of the folder's entries, sorted."""
         self._checked()

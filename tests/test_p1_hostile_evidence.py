@@ -190,17 +190,17 @@ def test_a_journal_that_changes_during_every_copy_is_unreadable(
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE)
     copies = 0
-    original = evidence._journal_bytes
+    original = evidence._Source.read
 
-    def busy_writer(state_dir: Path, name: str) -> bytes:
+    def busy_writer(source: evidence._Source, name: str) -> bytes:
         nonlocal copies
         copies += 1
-        data = original(state_dir, name)
-        with open(state_dir / name, "ab") as handle:  # a writer appending while the kit copies
+        data = original(source, name)
+        with open(source.state_dir / name, "ab") as handle:  # a writer appending while the kit copies
             handle.write(b"\0")
         return data
 
-    monkeypatch.setattr(evidence, "_journal_bytes", busy_writer)
+    monkeypatch.setattr(evidence._Source, "read", busy_writer)
     with pytest.raises(evidence.JournalUnreadable, match="changed during each of 5 copies"):
         evidence.read_journal(state)
     assert copies == 5
@@ -230,3 +230,21 @@ def test_a_cache_or_a_journal_log_with_lone_surrogates_is_read_as_their_escapes(
     log = state / "journal-w1.jsonl"
     log.write_text('{"path": "\\ud800", "synchronous": 2}\n', encoding="utf-8")
     assert evidence.read_journal_log(state, log) == ([{"path": "\\ud800", "synchronous": 2}], None)
+
+
+def test_a_state_directory_swapped_for_a_link_is_read_where_the_kit_made_it(tmp_path: Path) -> None:
+    # Before: the kit read the journal by its path, so a worker that swapped its state directory for a link
+    # to an empty folder at the moment of its kill made its journal read empty, or "disappeared".
+    from resumekit.conformance._folders import Folder
+
+    state = _state(tmp_path)
+    _journal(state / model.JOURNAL_FILE)
+    expected = evidence.read_journal(state)
+    assert expected
+    with Folder.open(state) as held:
+        elsewhere = tmp_path / "empty"
+        elsewhere.mkdir()
+        os.rename(state, tmp_path / "moved-away")
+        os.symlink(elsewhere, state, target_is_directory=True)
+        assert evidence.read_journal(state) == []  # by its path, the link's empty folder
+        assert evidence.read_journal(state, held) == expected  # in the folder the kit holds

@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import _files
+from resumekit.conformance import _files, _folders
+from resumekit.conformance._folders import Folder
 from resumekit.conformance._text import clip, decode, safe_value
 from resumekit.conformance.p1.control_plane.state import IDENTITY, ZERO
 from resumekit.conformance.p1.model import (
@@ -94,20 +95,21 @@ _SIDE_FILES = ("-wal", "-journal")
 _COPY_TRIES = 5  # copies of a journal that changed while it was copied, before the kit gives up
 
 
-def read_journal(state_dir: Path) -> list[Row]:
+def read_journal(state_dir: Path, folder: Folder | None = None) -> list[Row]:
     """Every checkpoint row, in ``seq`` order, as the kit reads it itself (EVID-3).
 
     The worker made the files, so the kit reads a copy: the database and its side files, each a regular
     file of at most ``MAX_JOURNAL`` bytes (a link, a FIFO or a directory is refused), are copied into the
     kit's scratch and opened there, so nothing is ever created or locked beside the worker's files and
     rows still in the write-ahead log are seen. Each query runs under ``QUERY_SECONDS``, and every value
-    is checked against JNL-1's column types before a check reads it."""
-    path = state_dir / JOURNAL_FILE
-    if not os.path.lexists(path):
+    is checked against JNL-1's column types before a check reads it. With *folder*, the state directory the
+    kit made and holds, the files are read in it, whatever a process of the worker's put at its path."""
+    source = _Source(state_dir, folder)
+    if source.lstat(JOURNAL_FILE) is None:
         return []
     scratch = Path(tempfile.mkdtemp(prefix="resumekit-journal-"))
     try:
-        rows = _read_copy(_copy_journal(state_dir, scratch))
+        rows = _read_copy(_copy_journal(source, scratch))
     finally:
         _files.remove(scratch)
     for row in rows:
@@ -117,7 +119,37 @@ def read_journal(state_dir: Path) -> list[Row]:
     return rows
 
 
-def _copy_journal(state_dir: Path, scratch: Path) -> Path:
+class _Source:
+    """Where the journal's files are read: in the held folder of the state directory, or by its path."""
+
+    def __init__(self, state_dir: Path, folder: Folder | None) -> None:
+        self.state_dir, self.folder = state_dir, folder
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        try:
+            if self.folder is not None:
+                return self.folder.lstat(name)
+            return os.lstat(self.state_dir / name)
+        except FileNotFoundError:
+            return None
+        except (OSError, _folders.Refused) as error:
+            raise JournalUnreadable(f"cannot look at {name}: {error}") from None
+
+    def read(self, name: str) -> bytes:
+        """The file's bytes; b"" when it went since it was seen (the copy is taken again)."""
+        try:
+            if self.folder is not None:
+                return self.folder.read(name, MAX_JOURNAL)
+            return _files.read_bytes(self.state_dir, self.state_dir / name, MAX_JOURNAL)
+        except FileNotFoundError:
+            return b""
+        except (_files.Refused, _folders.Refused) as refused:
+            if self.lstat(name) is None:
+                return b""
+            raise JournalUnreadable(f"{name}: {refused}") from None
+
+
+def _copy_journal(source: _Source, scratch: Path) -> Path:
     """The journal and its side files copied into *scratch*, as one consistent moment of them.
 
     A copy is taken again if any of the files changed while it was made (the worker may be writing: the
@@ -125,39 +157,27 @@ def _copy_journal(state_dir: Path, scratch: Path) -> Path:
     journal no writer ever left."""
     names = [JOURNAL_FILE, *(JOURNAL_FILE + side for side in _SIDE_FILES)]
     for _ in range(_COPY_TRIES):
-        before = [_identity(state_dir / name) for name in names]
+        before = [_identity(source, name) for name in names]
         for name, seen in zip(names, before, strict=True):
             target = scratch / name
             target.unlink(missing_ok=True)
             if seen is not None:
-                target.write_bytes(_journal_bytes(state_dir, name))
-        if [_identity(state_dir / name) for name in names] == before:
+                target.write_bytes(source.read(name))
+        if [_identity(source, name) for name in names] == before:
             if before[0] is None:
                 raise JournalUnreadable(f"{JOURNAL_FILE} disappeared while the kit read it")
             return scratch / JOURNAL_FILE
     raise JournalUnreadable(f"{JOURNAL_FILE} changed during each of {_COPY_TRIES} copies the kit made to read it")
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
+def _identity(source: _Source, name: str) -> tuple[int, int, int, int] | None:
     """What tells one version of a file from the next (None: there is no file); a non-regular file is refused."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    info = source.lstat(name)
+    if info is None:
         return None
-    except OSError as error:
-        raise JournalUnreadable(f"cannot look at {path.name}: {error}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise JournalUnreadable(f"{path.name} is {_file_kind(info.st_mode)}, not a regular file")
+        raise JournalUnreadable(f"{name} is {_file_kind(info.st_mode)}, not a regular file")
     return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
-
-
-def _journal_bytes(state_dir: Path, name: str) -> bytes:
-    try:
-        return _files.read_bytes(state_dir, state_dir / name, MAX_JOURNAL)
-    except _files.Refused as refused:
-        if not os.path.lexists(state_dir / name):  # gone since it was seen: the copy is taken again
-            return b""
-        raise JournalUnreadable(f"{name}: {refused}") from None
 
 
 def _read_copy(copy: Path) -> list[Row]:

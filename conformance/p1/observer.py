@@ -38,7 +38,7 @@ class Observer:
                     rows = self.world.durable_journal()
                 self.world.record_rows(rows, why="durable", **context)
                 return
-            read = functools.partial(evidence.read_journal, state_dir)
+            read = functools.partial(self.world.read_journal, state_dir)
             self.world.observe_journal(read, second=second, why="moment", **context)
         except (evidence.JournalUnreadable, LayerError) as error:
             self.world.record_rows([], second=second, why="moment-failed", error=str(error), **context)

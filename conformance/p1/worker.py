@@ -10,6 +10,7 @@ case carries the case's marker in its environment (``ending.end_case`` ends what
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -340,7 +341,7 @@ class Worker:
         """FPT-2: record where the worker blocked and what the kit reads as it stands there (the task's rows,
         the last row of every attempt, its cache and any temporaries); the rules judge it (failpoints.block)."""
         name = answer.get("failpoint")
-        task_rows, attempts = _latest_task_rows(self.state_dir)
+        task_rows, attempts = _latest_task_rows(functools.partial(self.world.read_journal, self.state_dir))
         tasks_dir = self.state_dir / "tasks"
         names = [name for name in evidence.listing(tasks_dir) if name.endswith(".tmp")]
         temporaries = [evidence.read_cache_file(self.state_dir, tasks_dir / name) for name in names]
@@ -464,7 +465,7 @@ class Worker:
     def read_journal(self) -> list[evidence.Row]:
         """The journal in the worker's state directory, read read-only; unreadable, the scenario fails (JNL-1)."""
         try:
-            return evidence.read_journal(self.state_dir)
+            return self.world.read_journal(self.state_dir)
         except evidence.JournalUnreadable as error:
             raise self.world.stop("journal", "unreadable", worker=self.name, error=str(error)) from None
 
@@ -482,11 +483,11 @@ class Worker:
             self.adapter = None
 
 
-def _latest_task_rows(state_dir: Path) -> tuple[list[evidence.Row], list[evidence.Row]]:
+def _latest_task_rows(read: Callable[[], list[evidence.Row]]) -> tuple[list[evidence.Row], list[evidence.Row]]:
     """The rows of the task the worker works on now (the task of the journal's latest row), and the last
-    row of every attempt of the journal."""
+    row of every attempt of the journal (*read* reads it)."""
     try:
-        rows = evidence.read_journal(state_dir)
+        rows = read()
     except evidence.JournalUnreadable:
         return [], []
     if not rows:

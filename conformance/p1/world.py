@@ -146,6 +146,14 @@ class World:
         finally:
             _files.remove(target)
 
+    def read_journal(self, state_dir: Path) -> list[evidence.Row]:
+        """The journal of a worker's state directory, read in the folder the kit made and holds (whatever a
+        process of the worker's put at its path since); JournalUnreadable when it cannot be read (JNL-1)."""
+        if state_dir == self.state_dir:
+            with self.state_folder() as folder:
+                return evidence.read_journal(state_dir, folder)
+        return evidence.read_journal(state_dir, self.dirs.get(state_dir))
+
     def observe_journal(
         self, read: Callable[[], list[evidence.Row]], *, second: bool = False, why: str = "wait", **context: Any
     ) -> list[evidence.Row]:

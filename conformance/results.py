@@ -191,6 +191,8 @@ class Mismatch:
     actual: Any
     clause: str | None = None
     note: str | None = None
+    check: str | None = None  # the name of the check that made it (P1)
+    event: int | None = None  # the ``seq`` of the event of the case's history it was seen at
 
     def to_dict(self) -> dict[str, Any]:
         """The mismatch as the JSON report keeps it."""
@@ -199,7 +201,24 @@ class Mismatch:
             data["clause"] = self.clause
         if self.note:
             data["note"] = self.note
+        if self.check:
+            data["check"] = self.check
+        if self.event is not None:
+            data["event"] = self.event
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Mismatch:
+        """The mismatch of ``to_dict``."""
+        return cls(
+            data["pointer"],
+            data["expected"],
+            data["actual"],
+            data.get("clause"),
+            data.get("note"),
+            data.get("check"),
+            data.get("event"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +254,8 @@ class CaseResult:
     counts_toward: tuple[str, ...] = ()  # the rows of its contract's summary table (P1: the gates of a scenario)
     readings: tuple[str, ...] = ()  # the alternative readings of a case the answers met (core alternatives)
     attested: tuple[str, ...] = ()  # what of its evidence the kit took on the implementation's word
+    # The story of a failed or errored case, as the report keeps it: event dicts (``history.for_report``).
+    history: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -292,6 +313,8 @@ class CaseResult:
             data["readings"] = list(self.readings)
         if self.attested:
             data["attested"] = list(self.attested)
+        if self.history:
+            data["history"] = [dict(event) for event in self.history]
         return data
 
 

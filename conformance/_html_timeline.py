@@ -20,6 +20,7 @@ from typing import Any
 
 from resumekit.conformance import story
 from resumekit.conformance._html_parts import escape as _e
+from resumekit.conformance.events import CUT
 from resumekit.conformance.results import CaseResult, Mismatch
 
 MAX_LANES = 10  # lanes drawn side by side; the actors after them share the last lane, each card naming its own
@@ -98,7 +99,7 @@ def timeline(result: CaseResult, anchor: str) -> str:
 
 
 def _counted(history: Sequence[Mapping[str, Any]]) -> str:
-    cut = [event for event in history if story.kind_of(event) == story.CUT]
+    cut = [event for event in history if story.kind_of(event) == CUT]
     shown = len(history) - len(cut)
     whole = [story.data_of(event).get("events") for event in cut]
     total = next((n for n in whole if isinstance(n, int) and not isinstance(n, bool)), None)
@@ -113,7 +114,7 @@ def _places(
     """Each shown event's seq -> the mismatches seen at it; a mismatch seen at an event the report left out
     goes to the cut that stands for it, and one that names no shown event or cut is unplaced."""
     shown = sorted(
-        (seq, story.kind_of(event) == story.CUT) for event in history if (seq := story.seq_of(event)) is not None
+        (seq, story.kind_of(event) == CUT) for event in history if (seq := story.seq_of(event)) is not None
     )
     seqs = [seq for seq, _ in shown]
     hits: dict[int, list[Mismatch]] = {}
@@ -158,7 +159,7 @@ def _row(event: Mapping[str, Any], lane: int, marks: Sequence[Mismatch], anchor:
     ident = f' id="{_e(anchor)}-e{seq}"' if seq is not None else ""
     hit = " hit" if marks else ""
     mark = "".join(f'<span class="tl-mark">&#x2717; {_e(_mark_text(m, short=True))}</span>' for m in marks)
-    if story.kind_of(event) == story.CUT:
+    if story.kind_of(event) == CUT:
         return f'<li class="tl-cut{hit}"{ident}>{_e(_cut_text(event))}{mark}</li>'
     facts = html.escape(_facts(story.data_of(event)), quote=False)
     css = f"k{lane}{hit}" + (" tl-other" if other else "")

@@ -19,7 +19,6 @@ from resumekit.conformance.results import CaseResult, Mismatch
 
 LEAD_UP = 8  # events shown before (and at) the first mismatch
 WIDTH = 120  # characters of one line of the story in text
-CUT = "history-cut"
 # The actors that are no worker process, in the order their lanes stand after the workers'.
 _PLACES = ("control-plane", "origin", "journal", "watch", "tool")
 # The members of an event's data that tell most about it, in the order they are shown; the rest follow.

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import history, report, report_html, schemas, story
+from resumekit.conformance import events, history, report, report_html, schemas, story
 from resumekit.conformance.cli import COMMANDS, EXIT_NOT_CERTIFIED, _parser
 from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run
 from tests import story_history
@@ -68,7 +68,7 @@ def test_the_schema_refuses_an_event_without_its_envelope_or_a_negative_event() 
     assert schemas.first_violation(REPORT, document) is not None
 
 
-def _maximal_history() -> list[history.Event]:
+def _maximal_history() -> list[events.Event]:
     """A history built to be as large in a report as it can: strings just longer than a report keeps, of
     four-byte characters and of control characters (six bytes each once escaped), objects nested as deep and
     as wide as a report keeps (indentation grows with depth), and many small events."""
@@ -79,14 +79,14 @@ def _maximal_history() -> list[history.Event]:
         deep = {"d": deep, "e": [1, 2]}
     wide = {f"k{n}": "x" * 60 for n in range(41)}
     shapes = ({"s": big, "c": controls}, {"deep": deep}, wide, {"rows": [wide] * 41}, {"n": 1})
-    return [history.Event(n, float(n), f"w{n % 7}", "request", shapes[n % 5]) for n in range(3000)]
+    return [events.Event(n, float(n), f"w{n % 7}", "request", shapes[n % 5]) for n in range(3000)]
 
 
 def test_a_report_of_400_failing_cases_with_maximal_histories_stays_under_16_mib() -> None:
-    events = _maximal_history()
+    maximal = _maximal_history()
     budget = history.ReportBudget()
     results = [
-        failing_result(case_id=f"p1-case-{n}", history=tuple(history.for_report(events, {"w1 request": 10**6}, budget)))
+        failing_result(case_id=f"p1-case-{n}", history=tuple(events.for_report(maximal, {"w1 request": 10**6}, budget)))
         for n in range(400)
     ]
     written = _written(_run(*results))
@@ -94,23 +94,22 @@ def test_a_report_of_400_failing_cases_with_maximal_histories_stays_under_16_mib
     document = json.loads(written)
     assert schemas.first_violation(REPORT, document) is None
     kept = [r["history"] for r in document["results"][1:]]
-    assert all(any(e["kind"] == history.CUT for e in h) for h in kept)  # each says what it left out
+    assert all(any(e["kind"] == events.CUT for e in h) for h in kept)  # each says what it left out
     assert sum(len(h) for h in kept) > 400  # the budget kept stories, not only the cuts
 
 
 def test_the_bytes_a_history_is_counted_as_are_the_bytes_it_adds_to_the_report() -> None:
-    events = _maximal_history()[:5] + _maximal_history()[-3:]
-    kept = history.for_report(events)
+    some = _maximal_history()[:5] + _maximal_history()[-3:]
+    kept = events.for_report(some)
     plain = len(_written(_run(failing_result(history=()))))
     grown = len(_written(_run(failing_result(history=tuple(kept))))) - plain
-    counted = sum(history.report_size(event) for event in kept)
+    counted = sum(events.report_size(event) for event in kept)
     assert 0 <= grown - counted <= 40, (grown, counted)  # the member's name and brackets
 
 
 def test_a_spent_budget_leaves_only_the_cut_saying_what_was_left_out() -> None:
-    events = _maximal_history()[:10]
-    kept = history.for_report(events, budget=history.ReportBudget(0))
-    assert [e["kind"] for e in kept] == [history.CUT]
+    kept = events.for_report(_maximal_history()[:10], budget=history.ReportBudget(0))
+    assert [e["kind"] for e in kept] == [events.CUT]
     assert kept[0]["data"]["events"] == 10
     assert sum(kept[0]["data"]["leftOut"].values()) == 10
 
@@ -209,8 +208,8 @@ def test_a_mismatch_seen_at_an_event_the_report_left_out_is_marked_at_the_cut_st
     recorded = history.History()
     for n in range(1000):
         recorded.record("w1", "request", n=n, path="/v1/claim " * 20)
-    kept = history.for_report(recorded.events())
-    cut = next(e for e in kept if e["kind"] == history.CUT)
+    kept = events.for_report(recorded.events())
+    cut = next(e for e in kept if e["kind"] == events.CUT)
     hidden = cut["seq"] + 5
     result = failing_result(history=tuple(kept), mismatches=(Mismatch("/x", 1, 2, "WRK-3", event=hidden),))
     page = report_html.to_html(_run(result))
@@ -221,8 +220,8 @@ def test_a_mismatch_seen_at_an_event_the_report_left_out_is_marked_at_the_cut_st
 
 
 def test_more_actors_than_lanes_share_the_last_lane_each_card_naming_its_own() -> None:
-    events = [{"seq": n, "atMs": n, "actor": f"w{n}", "kind": "started", "data": {}} for n in range(1, 15)]
-    page = report_html.to_html(_run(failing_result(history=tuple(events), mismatches=())))
+    started = [{"seq": n, "atMs": n, "actor": f"w{n}", "kind": "started", "data": {}} for n in range(1, 15)]
+    page = report_html.to_html(_run(failing_result(history=tuple(started), mismatches=())))
     lanes = re.findall(r'<span class="tl-lane c\d+ k\d+">([^<]*)</span>', page)
     assert len(lanes) == 10 and lanes[-1] == "others"
     assert len(_Page(page).classed("tl-other")) == 14 - 9

@@ -22,6 +22,7 @@ from resumekit.conformance._text import printable
 MAX_FILE = 32 * 1024 * 1024  # bytes of one file copied
 MAX_CASE = 256 * 1024 * 1024  # bytes copied for one case
 MAX_FILES = 5000  # files copied, and entries listed, for one case
+MAX_ENTRIES = 20_000  # entries looked at for one case's copy (a folder of a million names is not walked whole)
 MAX_DEPTH = 32  # folders inside folders walked
 MAX_NOTED = 200  # entries left out that the note names one by one (the rest are counted)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -35,6 +36,7 @@ class Tally:
     left_out: list[str] = field(default_factory=list)
     files: int = 0
     bytes: int = 0
+    seen: int = 0  # entries looked at
     uncounted: int = 0  # left out beyond MAX_NOTED
 
     def leave(self, what: str, path: str, why: str = "") -> None:
@@ -77,8 +79,15 @@ class _Source:
         if self.fd is not None:
             os.close(self.fd)
 
-    def names(self) -> list[str]:
-        return sorted(os.listdir(self.fd if self.fd is not None else self.path))
+    def names(self, limit: int) -> tuple[list[str], bool]:
+        """At most *limit* names of the folder's entries, sorted, and whether it holds more."""
+        found: list[str] = []
+        with os.scandir(self.fd if self.fd is not None else self.path) as entries:
+            for entry in entries:
+                if len(found) >= limit:
+                    return sorted(found), True
+                found.append(entry.name)
+        return sorted(found), False
 
     def lstat(self, name: str) -> os.stat_result:
         if self.fd is not None:
@@ -195,7 +204,11 @@ def _copy_folder(folder: _Source, into: _files.Folder, where: str, tally: Tally,
     if depth >= MAX_DEPTH:
         tally.leave("too deep", where, f"folders nested more than {MAX_DEPTH} deep are not walked")
         return
-    for name in folder.names():
+    names, more = folder.names(max(0, MAX_ENTRIES - tally.seen))
+    tally.seen += len(names)
+    if more:
+        tally.leave("too many", where, f"more than {MAX_ENTRIES} entries in the case: the rest not looked at")
+    for name in names:
         path = f"{where}/{name}"
         try:
             info = folder.lstat(name)
@@ -289,10 +302,11 @@ def listing(root: Path) -> str:
 
 
 def _list(folder: _Source, where: str, lines: list[str], depth: int) -> None:
-    for name in folder.names():
+    names, more = folder.names(MAX_FILES + 1 - len(lines))
+    for name in names:
         if len(lines) > MAX_FILES:
-            lines.append(f"... (more than {MAX_FILES} entries: the rest not listed)")
-            return
+            more = True
+            break
         path = printable(f"{where}{name}")
         try:
             info = folder.lstat(name)
@@ -312,3 +326,5 @@ def _list(folder: _Source, where: str, lines: list[str], depth: int) -> None:
             lines.append(f"file   {path} ({info.st_size} bytes)")
         else:
             lines.append(f"{_kind(info.st_mode):<6} {path}")
+    if more and not lines[-1].startswith("..."):
+        lines.append(f"... (more than {MAX_FILES} entries: the rest not listed)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance import keep
+from resumekit.conformance import _keep_copy, keep
 from resumekit.conformance._keep_copy import MAX_FILE
 from resumekit.conformance.cli import COMMANDS, EXIT_NOT_CERTIFIED, EXIT_USAGE, _parser
 from tests.support import GUARD, ROOT, python_command, run_resumekit
@@ -188,6 +189,27 @@ def test_the_runs_bytes_are_bounded_and_what_they_leave_out_is_listed(tmp_path: 
     assert (where / "state" / "checkpoints.sqlite3").is_file()
     assert not (where / "state" / "tasks" / "t-1.json").exists()
     assert "not kept   state/tasks/t-1.json  (the run's bytes for kept worlds are used up)" in note
+
+
+def test_a_folder_of_more_entries_than_a_case_looks_at_is_walked_only_in_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = tmp_path / "world"
+    (world / "state").mkdir(parents=True)
+    for n in range(10):
+        (world / "state" / f"f{n}").write_bytes(b"x")
+    monkeypatch.setattr(_keep_copy, "MAX_ENTRIES", 4)
+    monkeypatch.setattr(_keep_copy, "MAX_FILES", 3)
+    keep.prepare(tmp_path / "kept")
+    where = keep.Keeper(tmp_path / "kept", RERUN).keep(
+        "p1-many", copies={"state": world / "state"}, listings={"state": world / "state"}, history=(), result={}
+    )
+    assert len(list((where / "state").iterdir())) == 3
+    note = (where / "README.txt").read_text(encoding="utf-8")
+    assert "too many   state  (more than 4 entries in the case: the rest not looked at)" in note
+    assert re.search(r"too many   state/f\d  \(more than 3 files in one case\)", note)
+    listing = (where / "state.listing.txt").read_text(encoding="utf-8").splitlines()
+    assert len(listing) == 1 + 3 + 1 and listing[-1] == "... (more than 3 entries: the rest not listed)"
 
 
 def test_run_refuses_a_keep_failed_dir_that_holds_other_files_before_starting(tmp_path: Path) -> None:

@@ -98,6 +98,21 @@ def test_a_report_of_400_failing_cases_with_maximal_histories_stays_under_16_mib
     assert sum(len(h) for h in kept) > 400  # the budget kept stories, not only the cuts
 
 
+def test_replies_nested_deep_or_not_json_cannot_grow_a_report_past_what_its_budget_counts() -> None:
+    nested: Any = "leaf"
+    for _ in range(400):  # a worker's reply to p1.worker.wait, recorded whole
+        nested = [nested]
+    strange = {"blob": b"\x00\xff", "path": Path("/x"), "nan": float("nan"), 7: "a key that is no string"}
+    recorded = [events.Event(n, 0.0, "w1", "state", {"answer": nested, **strange}) for n in range(400)]
+    budget = history.ReportBudget()
+    results = [
+        failing_result(case_id=f"p1-{n}", history=tuple(events.for_report(recorded, None, budget))) for n in range(400)
+    ]
+    written = _written(_run(*results))  # json.dumps as the run writes it: no value it cannot write
+    assert len(written) < 16 * MiB, len(written)
+    assert schemas.first_violation(REPORT, json.loads(written)) is None
+
+
 def test_the_bytes_a_history_is_counted_as_are_the_bytes_it_adds_to_the_report() -> None:
     some = _maximal_history()[:5] + _maximal_history()[-3:]
     kept = events.for_report(some)

@@ -121,9 +121,28 @@ class _Sizes:
 
 def report_size(item: Any) -> int:
     """The bytes *item* (an event of a history) takes in a JSON report written with ``indent=2``: its UTF-8,
-    every line indented to where an event stands (``results[i].history[j]``), and the separator after it."""
-    text = json.dumps(item, indent=2, ensure_ascii=False)
-    return len(text.encode("utf-8", "backslashreplace")) + _REPORT_INDENT * (text.count("\n") + 1) + 2
+    every line indented to where an event stands (``results[i].history[j]``), and the separator after it.
+
+    Counted from its compact form (json's fast encoder; an indented dump runs json's slow one) and its
+    layout: ``indent=2`` adds a space after each key's colon, and a line break and indentation before each
+    member of a container that is not empty and before its closing bracket."""
+    compact = json.dumps(item, ensure_ascii=False, separators=(",", ":"), default=str)
+    keys, breaks, spaces = _layout(item, 0)
+    size = len(compact.encode("utf-8", "backslashreplace")) + keys + breaks + spaces
+    return size + _REPORT_INDENT * (breaks + 1) + 2
+
+
+def _layout(value: Any, depth: int) -> tuple[int, int, int]:
+    """What ``indent=2`` adds to *value* at *depth*: the keys (a space each), line breaks and indentation."""
+    if not isinstance(value, (dict, list)) or not value:
+        return 0, 0, 0
+    items = list(value.values()) if isinstance(value, dict) else value
+    keys = len(value) if isinstance(value, dict) else 0
+    breaks, spaces = len(items) + 1, len(items) * 2 * (depth + 1) + 2 * depth
+    for item in items:
+        more = _layout(item, depth + 1)
+        keys, breaks, spaces = keys + more[0], breaks + more[1], spaces + more[2]
+    return keys, breaks, spaces
 
 
 def _kept(sizes: _Sizes, allowed: int) -> set[int]:

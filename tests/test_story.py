@@ -10,6 +10,8 @@ import html.parser
 import io
 import json
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from resumekit.conformance.cli import COMMANDS, EXIT_NOT_CERTIFIED, _parser
 from resumekit.conformance.results import CaseResult, Implementation, Mismatch, Outcome, Run
 from tests import story_history
 from tests.story_history import PUSH_AGAIN, failing_result
+from tests.support import GUARD, ROOT
 
 REPORT = schemas.BASE + "report/run-report.json"
 MiB = 1024 * 1024
@@ -82,7 +85,22 @@ def _maximal_history() -> list[events.Event]:
     return [events.Event(n, float(n), f"w{n % 7}", "request", shapes[n % 5]) for n in range(3000)]
 
 
+def _apart(check: str) -> None:
+    """Run *check* of this module in a process of its own: a report of 400 failing cases takes a hundred MiB
+    to build and read back, which this process would keep, and every later process it starts would count
+    as its own peak (a child's maximum resident size starts at its parent's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"from tests.test_story import {check}; {check}()"],
+        cwd=ROOT, capture_output=True, text=True, timeout=GUARD,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_report_of_400_failing_cases_with_maximal_histories_stays_under_16_mib() -> None:
+    _apart("four_hundred_maximal_stories")
+
+
+def four_hundred_maximal_stories() -> None:
     maximal = _maximal_history()
     budget = history.ReportBudget()
     results = [
@@ -99,6 +117,10 @@ def test_a_report_of_400_failing_cases_with_maximal_histories_stays_under_16_mib
 
 
 def test_replies_nested_deep_or_not_json_cannot_grow_a_report_past_what_its_budget_counts() -> None:
+    _apart("four_hundred_deep_replies")
+
+
+def four_hundred_deep_replies() -> None:
     nested: Any = "leaf"
     for _ in range(400):  # a worker's reply to p1.worker.wait, recorded whole
         nested = [nested]
@@ -119,6 +141,9 @@ def test_the_bytes_a_history_is_counted_as_are_the_bytes_it_adds_to_the_report()
     plain = len(_written(_run(failing_result(history=()))))
     grown = len(_written(_run(failing_result(history=tuple(kept))))) - plain
     counted = sum(events.report_size(event) for event in kept)
+    for event in kept:  # each counted exactly as json writes it, indented where an event stands
+        text = json.dumps(event, indent=2, ensure_ascii=False)
+        assert events.report_size(event) == len(text.encode("utf-8")) + 8 * (text.count("\n") + 1) + 2
     assert 0 <= grown - counted <= 40, (grown, counted)  # the member's name and brackets
 
 

@@ -20,11 +20,13 @@ from resumekit.conformance import (
     badge,
     contracts,
     expectations,
+    keep,
     report,
     report_html,
     shards,
 )
 from resumekit.conformance._cmd_golden import _suite
+from resumekit.conformance._defaults import DEFAULT_TIMEOUT
 from resumekit.conformance._report_files import append as _append
 from resumekit.conformance._report_files import write as _write
 from resumekit.conformance._resources import golden_dir
@@ -81,6 +83,34 @@ def _output_problem(path: Path) -> str | None:
     if path.exists() and not os.access(path, os.W_OK):
         return "is not writable"
     return None
+
+
+def _prepare_keep(arguments: argparse.Namespace, stderr: IO[str]) -> bool:
+    """Make --keep-failed's DIR ready before the first case runs; False (said on stderr) when it cannot be."""
+    if arguments.keep_failed is None:
+        return True
+    try:
+        keep.prepare(arguments.keep_failed)
+    except keep.KeepError as error:
+        stderr.write(f"resumekit: --keep-failed {error}\n")
+        return False
+    return True
+
+
+def _rerun(arguments: argparse.Namespace, seed: int) -> keep.Rerun:
+    """What the command that runs one case of this run again says: the adapter, the seed, the shaping options."""
+    options: list[str] = []
+    if arguments.profile != "strict":
+        options += ["--profile", arguments.profile]
+    if arguments.fault_model != "process-crash":
+        options += ["--fault-model", arguments.fault_model]
+    if arguments.timeout != DEFAULT_TIMEOUT:
+        options += ["--timeout", f"{arguments.timeout:g}"]
+    if arguments.golden is not None:
+        options += ["--golden", str(arguments.golden.resolve())]
+    if not arguments.validate_messages:
+        options.append("--no-validate-messages")
+    return keep.Rerun(arguments.adapter, seed, tuple(options), os.getcwd())
 
 
 def _load_expectations(
@@ -236,6 +266,7 @@ def _runners(
         power=power,
         on_kill=progress.kill_progress if progress is not None else None,
         jobs=arguments.jobs,
+        keeper=keep.Keeper(arguments.keep_failed, _rerun(arguments, seed)) if arguments.keep_failed else None,
     )
     return contracts.runners(context)
 
@@ -278,7 +309,7 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
         stderr.write(f"resumekit: {error}\n")
         return EXIT_USAGE
     loaded, expected = _load_expectations(arguments, suite, stderr)
-    if not loaded or not _prepare_outputs(arguments, stderr):
+    if not loaded or not _prepare_outputs(arguments, stderr) or not _prepare_keep(arguments, stderr):
         return EXIT_USAGE
     try:
         adapter = open_adapter(

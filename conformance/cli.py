@@ -205,6 +205,15 @@ def _run_outputs(run: argparse.ArgumentParser) -> None:
         help="write a shields.io endpoint badge (schemas/report/badge.json): 'resumekit | core 114/114', or "
         "'not certified', 'subset ... not certified'",
     )
+    run.add_argument(
+        "--keep-failed",
+        type=Path,
+        metavar="DIR",
+        help="keep the world of each failing P1 scenario in a folder of DIR: its journal and caches, the control "
+        "plane's log, the origins, a listing of the workspace root, its history, and the command that runs it "
+        "again (README.txt); links are never followed, sizes are bounded; DIR must be new, empty, or an earlier "
+        "--keep-failed's",
+    )
 
 
 def _run_parallel(run: argparse.ArgumentParser) -> None:

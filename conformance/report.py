@@ -8,12 +8,13 @@ break the XML nor move a terminal's cursor.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION
+from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, story
 from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.results import (
@@ -74,12 +75,7 @@ def to_json(run: Run) -> dict[str, Any]:
 def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
     """A case result back from its JSON form (``CaseResult.to_dict``)."""
     source = Source(data["file"], data.get("line")) if "file" in data else None
-    mismatches = tuple(
-        Mismatch(
-            m["pointer"], m["expected"], m["actual"], m.get("clause"), m.get("note"), m.get("check"), m.get("event")
-        )
-        for m in data["mismatches"]
-    )
+    mismatches = tuple(Mismatch.from_dict(m) for m in data["mismatches"])
     return CaseResult(
         case_id=data["id"],
         kind=data["kind"],
@@ -98,6 +94,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         counts_toward=tuple(data.get("countsToward", ())),
         readings=tuple(data.get("readings", ())),
         attested=tuple(data.get("attested", ())),
+        history=tuple(data.get("history", ())),
         known_failure=(data.get("knownFailure") or {}).get("reason"),
     )
 
@@ -281,7 +278,11 @@ def format_mismatch(mismatch: Mismatch, line_of: Callable[[str], int | None] | N
     head = f"{mismatch.pointer or '(whole plan)'}{clause}"
     if mismatch.note:
         head += f": {mismatch.note}"
-    return f"{head}\n    expected: {_value(mismatch.expected)}\n    actual:   {_value(mismatch.actual)}"
+    seen = [f"check {mismatch.check}"] if mismatch.check else []
+    if mismatch.event is not None:
+        seen.append(f"seen at event {mismatch.event} of the story")
+    seen_line = f"\n    {', '.join(seen)}" if seen else ""
+    return f"{head}{seen_line}\n    expected: {_value(mismatch.expected)}\n    actual:   {_value(mismatch.actual)}"
 
 
 def location(result: CaseResult, golden_root: str = "") -> str:
@@ -320,6 +321,7 @@ def format_result(result: CaseResult, golden_root: str = "") -> str:
         lines.extend("  " + line for line in printable(result.message).splitlines())
     for mismatch in result.mismatches:
         lines.extend("  " + line for line in format_mismatch(mismatch).splitlines())
+    lines.extend("  " + line for line in story.story_lines(result, width=story.WIDTH - 2))
     if result.replay:
         lines.append(f"  replay with: {result.replay}")
     if result.transcript:
@@ -498,7 +500,25 @@ def to_markdown(run: Run) -> str:
                 f"| `{result.case_id}` | {result.outcome.value} | {result.source or ''} | "
                 f"{', '.join(result.clauses)} | {problem} |"
             )
+        lines += _markdown_stories(bad)
     return printable("\n".join(lines)) + "\n"
+
+
+MARKDOWN_STORIES = 20  # failing cases whose story the Markdown summary tells; the JSON report has every one
+
+
+def _markdown_stories(bad: Sequence[CaseResult]) -> list[str]:
+    """The story lines of each failing case that has a history, as a fenced block under its id."""
+    told = [result for result in bad if result.history]
+    lines: list[str] = []
+    for result in told[:MARKDOWN_STORIES]:
+        story_lines = story.story_lines(result)
+        longest = max((len(run) for line in story_lines for run in re.findall("`+", line)), default=0)
+        fence = "`" * max(3, longest + 1)  # longer than any run of backticks in the lines
+        lines += ["", f"`{result.case_id}`:", "", f"{fence}text", *story_lines, fence]
+    if len(told) > MARKDOWN_STORIES:
+        lines += ["", f"The stories of {len(told) - MARKDOWN_STORIES} more failing case(s) are in the JSON report."]
+    return lines
 
 
 def _markdown_verdict(run: Run) -> str:

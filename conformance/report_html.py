@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, report
 from resumekit.conformance._html_parts import STYLE, events_table, side_by_side
 from resumekit.conformance._html_parts import escape as _e
+from resumekit.conformance._html_timeline import STYLE as TIMELINE_STYLE
+from resumekit.conformance._html_timeline import timeline
 from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.report import NO_MESSAGE_CHECKS, counts_by_kind, location
@@ -78,6 +80,7 @@ def _failing_case(result: CaseResult, case: Case | None, run: Run) -> str:
         parts.append(f'<h4>Message</h4><pre class="message">{_e(result.message)}</pre>')
     parts.append(events_table(case))
     parts.append(side_by_side(result, case, run.profile))
+    parts.append(timeline(result, _anchor(result.case_id)))
     if result.transcript:
         parts.append(f'<h4>Last messages</h4><pre class="message">{_e(chr(10).join(result.transcript))}</pre>')
     if result.stderr_tail:
@@ -312,7 +315,7 @@ def to_html(run: Run, cases: Iterable[Case] = ()) -> str:
         # Nothing may be fetched: the page is complete as written.
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
         f"<title>{_e(f'resumekit: {info.name} {info.version}: {headline}')}</title>",
-        f"<style>{STYLE}</style></head><body><main>",
+        f"<style>{STYLE}{TIMELINE_STYLE if any(r.history for r in failing) else ''}</style></head><body><main>",
         f"<h1>resumekit report: {_e(info.name)} {_e(info.version)}</h1>",
         _verdict_block(run),
         _facts(run),

@@ -191,8 +191,8 @@ class Mismatch:
     actual: Any
     clause: str | None = None
     note: str | None = None
-    check: str | None = None  # the check that made it (a P1 rule's name: ``journal.rows``, ``failpoints.block``)
-    event: int | None = None  # the seq of the history event it was seen at
+    check: str | None = None  # the name of the check that made it (P1)
+    event: int | None = None  # the ``seq`` of the event of the case's history it was seen at
 
     def to_dict(self) -> dict[str, Any]:
         """The mismatch as the JSON report keeps it."""
@@ -206,6 +206,19 @@ class Mismatch:
         if self.event is not None:
             data["event"] = self.event
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Mismatch:
+        """The mismatch of ``to_dict``."""
+        return cls(
+            data["pointer"],
+            data["expected"],
+            data["actual"],
+            data.get("clause"),
+            data.get("note"),
+            data.get("check"),
+            data.get("event"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +254,8 @@ class CaseResult:
     counts_toward: tuple[str, ...] = ()  # the rows of its contract's summary table (P1: the gates of a scenario)
     readings: tuple[str, ...] = ()  # the alternative readings of a case the answers met (core alternatives)
     attested: tuple[str, ...] = ()  # what of its evidence the kit took on the implementation's word
+    # The story of a failed or errored case, as the report keeps it: event dicts (``history.for_report``).
+    history: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -298,6 +313,8 @@ class CaseResult:
             data["readings"] = list(self.readings)
         if self.attested:
             data["attested"] = list(self.attested)
+        if self.history:
+            data["history"] = [dict(event) for event in self.history]
         return data
 
 

@@ -3,7 +3,9 @@
 Run with ``nox -s browser`` (Linux). It writes the HTML report of a failing run (a deliberately broken
 projection) and of a passing run of the reference, renders the failing run again from its JSON report with
 ``resumekit report``, and sets three saved reports side by side (``--compare-html``: the two and a broken
-P1 worker's). It opens each page in Chromium through Playwright, checks the
+P1 worker's). A saved report holding a failing P1 case's history is rendered too, and its timeline checked:
+lanes labelled, events in order inside the viewport, the mismatch marked where it was seen. It opens each
+page in Chromium through Playwright, checks the
 rendered page (verdict, tables, the failing case's differing fields highlighted side by side, no
 horizontal overflow, nothing fetched), and keeps a screenshot of each page at each width in the output
 folder to look at. Exits 1 when a check fails.
@@ -12,6 +14,7 @@ folder to look at. Exits 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -21,6 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance import report
+from resumekit.conformance.report import result_from_dict
+from resumekit.conformance.results import CaseResult, Implementation, Outcome, Run
+from resumekit.conformance.story import first_mismatch, lanes
+from tests.story_history import CASE_ID, PUSH_AGAIN, failing_result
 from tests.support import GUARD, ROOT
 
 WIDTHS = {"desktop": (1280, 900), "narrow": (390, 844)}
@@ -134,6 +142,72 @@ def check_failing(page: Any, check: Checks, width: str, case_id: str, events: bo
         check(f"{width}: the case's events are listed", len(rows) > 0, len(rows))
 
 
+def check_story(page: Any, check: Checks, width: str, case_id: str, lane_names: list[str], hit: int) -> None:
+    """A failing case's timeline: its lanes labelled (by name across the top, or on each card when narrow),
+    the events in time order down the page, each readable inside the viewport, and the mismatch marked at
+    the event it was seen at."""
+    section = f"section.case#case-{case_id}"
+    check(f"{width}: the case's timeline is drawn", _visible_box(page, f"{section} ol.tl") is not None)
+    view = page.viewport_size["width"]
+    cards = page.query_selector_all(f"{section} .tl-card")
+    boxes = [card.bounding_box() for card in cards]
+    inside = all(b is not None and b["x"] >= 0 and b["x"] + b["width"] <= view for b in boxes)
+    check(f"{width}: every event's card is inside the viewport", bool(boxes) and inside, len(boxes))
+    tops = [b["y"] for b in boxes if b is not None]
+    check(f"{width}: the events go down the page in time order", tops == sorted(tops) and len(set(tops)) == len(tops))
+    heads = page.query_selector_all(f"{section} .tl-head .tl-lane")
+    names = [head.inner_text().strip() for head in heads if head.is_visible()]
+    if width == "desktop":
+        check(f"{width}: a lane per actor, labelled across the top", names == lane_names, names)
+    else:
+        labels = page.query_selector_all(f"{section} .tl-card .tl-a")
+        shown = all(label.is_visible() and label.inner_text().strip() for label in labels)
+        check(f"{width}: each event names its actor", len(labels) == len(cards) and shown, len(labels))
+    marked = page.query_selector(f"{section} li.hit#case-{case_id}-e{hit}")
+    mark = page.query_selector(f"{section} li.hit#case-{case_id}-e{hit} .tl-mark")
+    box = mark.bounding_box() if mark is not None and mark.is_visible() else None
+    check(f"{width}: the mismatch is marked at event {hit}", box is not None and box["x"] + box["width"] <= view, box)
+    if marked is None:
+        return
+    text = marked.inner_text()
+    check(f"{width}: the marked event shows its time, kind and facts", "+" in text and "#" + str(hit) in text, text)
+    if width == "desktop":
+        lane, actor = _lane_of(page, section, marked), (marked.query_selector(".tl-a") or marked).text_content()
+        check(f"{width}: the marked event stands in its actor's lane", lane == actor and lane in lane_names, lane)
+    marked.query_selector("summary").click()
+    pre = marked.query_selector("pre")
+    opened = pre.bounding_box() if pre is not None and pre.is_visible() else None
+    fits = opened is not None and opened["x"] + opened["width"] <= view
+    check(f"{width}: an opened event shows all its facts in the viewport", fits, opened)
+    ok, detail = _no_overflow(page)
+    check(f"{width}: no horizontal overflow with an event opened", ok, detail)
+
+
+def _lane_of(page: Any, section: str, row: Any) -> str:
+    """The name of the lane whose column the left edge of *row*'s card falls in (its card closed)."""
+    card = row.query_selector(".tl-card").bounding_box()
+    for head in page.query_selector_all(f"{section} .tl-head .tl-lane"):
+        box = head.bounding_box()
+        if box is not None and card is not None and box["x"] - 4 <= card["x"] < box["x"] + box["width"]:
+            return str(head.inner_text().strip())
+    return ""
+
+
+def write_story(out: Path) -> Path:
+    """A saved report holding the hand-written history of a failing P1 commit scenario, rendered again by
+    ``resumekit report`` (until every P1 failure carries the history the harness records)."""
+    passed = CaseResult("p1-capture-completes", "p1", Outcome.PASSED, ("WRK-1",))
+    run = Run(Implementation("a broken worker", "0", "python", adapter="story"), "core", (passed, failing_result()),
+              "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", 1.0)  # fmt: skip
+    saved, page = out / "story.json", out / "story.html"
+    saved.write_text(json.dumps(report.to_json(run), indent=2), encoding="utf-8")
+    command = [sys.executable, "-m", "resumekit.conformance", "report", str(saved), "--report-html", str(page)]
+    subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=GUARD)
+    if not page.is_file():
+        sys.exit(f"no HTML report from {' '.join(command)}")
+    return page
+
+
 def check_compare(page: Any, check: Checks, width: str, runs: int, case_id: str) -> None:
     """The side-by-side page of several saved reports: a row per run, the gates, and the differing cases."""
     rows = page.query_selector_all("#runs-table tbody tr")
@@ -201,6 +275,20 @@ def render(
                 context.close()
 
 
+def _worker_stories(out: Path) -> dict[str, tuple[Path, Callable[[Any, Checks, str], None]]]:
+    """The broken worker's own page checked as a story too, once its failing case carries a history with a
+    mismatch seen at an event."""
+    for data in json.loads((out / "worker.json").read_text(encoding="utf-8"))["results"]:
+        result = result_from_dict(data)
+        first = first_mismatch(result)
+        if result.history and first is not None and first.event is not None:
+            checks = functools.partial(
+                check_story, case_id=result.case_id, lane_names=lanes(result.history)[:10], hit=first.event
+            )
+            return {"worker": (out / "worker.html", checks)}
+    return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.browser", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "browser-check", help="where reports and screenshots go")
@@ -232,13 +320,17 @@ def main(argv: list[str] | None = None) -> int:
     for command in ([*kit, saved[1], "--report-html", str(rerendered)], [*kit, *saved, "--compare-html", str(side)]):
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=GUARD)
         print(f"{' '.join(command[3:])}: exit {done.returncode}\n{done.stdout}{done.stderr}", end="")
+    story = write_story(out)
+    story_lanes = lanes(failing_result().history)
     check = Checks()
     pages: dict[str, tuple[Path, Callable[[Any, Checks, str], None]]] = {
         "failing": (failing, lambda page, c, width: check_failing(page, c, width, first)),
         "passing": (passing, lambda page, c, width: check_passing(page, c, width, headline)),
         "rerendered": (rerendered, lambda page, c, width: check_failing(page, c, width, first, events=False)),
         "side-by-side": (side, lambda page, c, width: check_compare(page, c, width, 3, first)),
+        "story": (story, lambda page, c, width: check_story(page, c, width, CASE_ID, story_lanes, PUSH_AGAIN)),
     }
+    pages.update(_worker_stories(out))
     render(arguments.chromium, pages, out, check)
     print(f"\n{check.passed} check(s) passed, {len(check.failed)} failed; screenshots in {out}")
     return 1 if check.failed else 0

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.keep import Keeper
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.matrix import run_matrix
 from resumekit.conformance.p1.scenario import run_scenario
@@ -26,11 +27,14 @@ from resumekit.conformance.results import CaseResult, Outcome
 from resumekit.conformance.runner import result_for
 
 
-def scenario_runner(factory: Factory, *, profile: str, power: PowerLoss | None = None) -> Callable[[Any], CaseResult]:
+def scenario_runner(
+    factory: Factory, *, profile: str, power: PowerLoss | None = None, keeper: Keeper | None = None
+) -> Callable[[Any], CaseResult]:
     """The case runner for P1 scenarios, bound to a maker of fresh worker adapters.
 
     With *power* the scenarios that kill run under simulated power loss; where the layer cannot run,
-    those are not run, with the reason (the others run as usual).
+    those are not run, with the reason (the others run as usual). With *keeper* (``--keep-failed``) the
+    world of each scenario that fails or errs is kept.
     """
 
     def run(case: ScenarioCase) -> CaseResult:
@@ -39,8 +43,8 @@ def scenario_runner(factory: Factory, *, profile: str, power: PowerLoss | None =
             if reason is not None:
                 message = f"power loss cannot be simulated here: {reason}"
                 return result_for(case, Outcome.NOT_RUN, message=message, fault_model=POWER_LOSS_MODEL)
-            return run_scenario(case, factory, profile, power)
-        return run_scenario(case, factory, profile)
+            return run_scenario(case, factory, profile, power, keeper=keeper)
+        return run_scenario(case, factory, profile, keeper=keeper)
 
     return run
 

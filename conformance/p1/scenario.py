@@ -26,7 +26,8 @@ from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, verbs
+from resumekit.conformance.keep import Keeper
+from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, kept, verbs
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.checks import rules
 from resumekit.conformance.p1.checks.story import Scenario, Story
@@ -75,9 +76,11 @@ SECOND_WORKER_STEPS: Mapping[str, verbs.Handler] = MappingProxyType(
 )
 
 
-def run_scenario(case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None) -> CaseResult:
+def run_scenario(
+    case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None, keeper: Keeper | None = None
+) -> CaseResult:
     """Build the scenario's world, run its steps against fresh worker processes, and judge."""
-    return run_steps(case, factory, profile, case.steps, None, power=power)
+    return run_steps(case, factory, profile, case.steps, None, power=power, keeper=keeper)
 
 
 def run_steps(
@@ -88,10 +91,12 @@ def run_steps(
     blocked_at: list[str] | None,
     stats: dict[str, int] | None = None,
     power: PowerLoss | None = None,
+    keeper: Keeper | None = None,
 ) -> CaseResult:
     """One run of *steps* in a fresh world. With *blocked_at* (a campaign run) the failpoints reached are
     appended to it, and a worker that goes idle before its armed failpoint raises Unreached. *stats*
-    receives the kills of soak rounds and the control-plane faults left unfired."""
+    receives the kills of soak rounds and the control-plane faults left unfired. With *keeper*
+    (``--keep-failed``) the world of a failing run is kept before it is removed."""
     world: World | None = None
     try:
         with open_world(case, power) as world:
@@ -124,6 +129,9 @@ def run_steps(
                 if second is not None:
                     second.close()
                 control.close()
+            # --keep-failed: a failing case's world is copied while it still exists (open_world removes it).
+            if keeper is not None:
+                result = kept.keep_world(keeper, case, world, result, world.root / CONTROL_PLANE_LOG)
     except Abort as abort:
         result = abort.result
     except (KitError, FaultError, GitError, _files.Refused) as error:

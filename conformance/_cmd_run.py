@@ -46,6 +46,7 @@ from resumekit.conformance.cli import (
     OUTPUT_OPTIONS,
 )
 from resumekit.conformance.fixtures import Suite
+from resumekit.conformance.history import ReportBudget
 from resumekit.conformance.progress import ProgressReporter
 from resumekit.conformance.results import Implementation, Run, Selection, Shard
 from resumekit.conformance.runner import run as run_cases
@@ -267,6 +268,7 @@ def _runners(
         on_kill=progress.kill_progress if progress is not None else None,
         jobs=arguments.jobs,
         keeper=keep.Keeper(arguments.keep_failed, _rerun(arguments, seed)) if arguments.keep_failed else None,
+        budget=ReportBudget(),
     )
     return contracts.runners(context)
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from resumekit.conformance.adapters import Adapter, ProcessAdapter
     from resumekit.conformance.cases import Case
     from resumekit.conformance.fixtures import FixtureFile
+    from resumekit.conformance.history import ReportBudget
     from resumekit.conformance.keep import Keeper
     from resumekit.conformance.powerloss import PowerLoss
     from resumekit.conformance.results import CaseResult
@@ -79,6 +80,7 @@ class RunContext:
     on_kill: Callable[[int, int], None] | None = None
     jobs: int = 1
     keeper: Keeper | None = None  # --keep-failed: where a failing case's world is kept
+    budget: ReportBudget | None = None  # the bytes the run's report may still keep of failing cases' histories
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,9 @@ def runners(context: RunContext) -> Mapping[str, CaseRunner]:
 
     factory, profile = context.factory, context.profile
     return {
-        "p1": harness.scenario_runner(factory, profile=profile, power=context.power, keeper=context.keeper),
+        "p1": harness.scenario_runner(
+            factory, profile=profile, power=context.power, keeper=context.keeper, budget=context.budget
+        ),
         "p1-campaign": harness.campaign_runner(
             factory, profile=profile, seed=context.requested_seed, adapter_spec=context.adapter_spec
         ),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
+from resumekit.conformance.history import ReportBudget
 from resumekit.conformance.keep import Keeper
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.matrix import run_matrix
@@ -28,7 +29,12 @@ from resumekit.conformance.runner import result_for
 
 
 def scenario_runner(
-    factory: Factory, *, profile: str, power: PowerLoss | None = None, keeper: Keeper | None = None
+    factory: Factory,
+    *,
+    profile: str,
+    power: PowerLoss | None = None,
+    keeper: Keeper | None = None,
+    budget: ReportBudget | None = None,
 ) -> Callable[[Any], CaseResult]:
     """The case runner for P1 scenarios, bound to a maker of fresh worker adapters.
 
@@ -43,8 +49,8 @@ def scenario_runner(
             if reason is not None:
                 message = f"power loss cannot be simulated here: {reason}"
                 return result_for(case, Outcome.NOT_RUN, message=message, fault_model=POWER_LOSS_MODEL)
-            return run_scenario(case, factory, profile, power, keeper=keeper)
-        return run_scenario(case, factory, profile, keeper=keeper)
+            return run_scenario(case, factory, profile, power, keeper=keeper, budget=budget)
+        return run_scenario(case, factory, profile, keeper=keeper, budget=budget)
 
     return run
 

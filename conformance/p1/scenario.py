@@ -25,7 +25,9 @@ from types import MappingProxyType
 from typing import Any
 
 from resumekit.conformance import _files
+from resumekit.conformance.events import for_report
 from resumekit.conformance.fault_models import Abort
+from resumekit.conformance.history import ReportBudget
 from resumekit.conformance.keep import Keeper
 from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, kept, verbs
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
@@ -77,10 +79,15 @@ SECOND_WORKER_STEPS: Mapping[str, verbs.Handler] = MappingProxyType(
 
 
 def run_scenario(
-    case: ScenarioCase, factory: Factory, profile: str, power: PowerLoss | None = None, keeper: Keeper | None = None
+    case: ScenarioCase,
+    factory: Factory,
+    profile: str,
+    power: PowerLoss | None = None,
+    keeper: Keeper | None = None,
+    budget: ReportBudget | None = None,
 ) -> CaseResult:
     """Build the scenario's world, run its steps against fresh worker processes, and judge."""
-    return run_steps(case, factory, profile, case.steps, None, power=power, keeper=keeper)
+    return run_steps(case, factory, profile, case.steps, None, power=power, keeper=keeper, budget=budget)
 
 
 def run_steps(
@@ -92,6 +99,7 @@ def run_steps(
     stats: dict[str, int] | None = None,
     power: PowerLoss | None = None,
     keeper: Keeper | None = None,
+    budget: ReportBudget | None = None,
 ) -> CaseResult:
     """One run of *steps* in a fresh world. With *blocked_at* (a campaign run) the failpoints reached are
     appended to it, and a worker that goes idle before its armed failpoint raises Unreached. *stats*
@@ -129,6 +137,7 @@ def run_steps(
                 if second is not None:
                     second.close()
                 control.close()
+            result = _with_history(result, world, budget)
             # --keep-failed: a failing case's world is copied while it still exists (open_world removes it).
             if keeper is not None:
                 result = kept.keep_world(keeper, case, world, result, world.root / CONTROL_PLANE_LOG)
@@ -137,6 +146,15 @@ def run_steps(
     except (KitError, FaultError, GitError, _files.Refused) as error:
         result = _could_not(case, error)
     return _with_scratch_left(result, world, profile)
+
+
+def _with_history(result: CaseResult, world: World, budget: ReportBudget | None) -> CaseResult:
+    """A failed or errored result carries its story: a bounded copy of the case's history (the run's *budget*
+    bounds them all); a passed one carries none."""
+    if result.outcome not in (Outcome.FAILED, Outcome.ERRORED):
+        return result
+    story = for_report(world.history.events(), world.history.cut, budget)
+    return dataclasses.replace(result, history=tuple(story))
 
 
 def _with_scratch_left(result: CaseResult, world: World | None, profile: str) -> CaseResult:

@@ -33,10 +33,11 @@ def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss 
             mismatches = _reopen_and_plan(session, case, workspace, profile)
             session.close()
             if mismatches:
-                return session.fail(f"after the crash at {case.failpoint} the reopened run is wrong", *mismatches)
+                failed = session.fail(f"after the crash at {case.failpoint} the reopened run is wrong", *mismatches)
+                return session.told(failed)
             return result_for(case, Outcome.PASSED, fault_model=session.model)
     except Abort as abort:
-        return abort.result
+        return session.told(abort.result)
     finally:
         session.close()
 

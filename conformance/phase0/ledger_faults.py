@@ -202,9 +202,9 @@ def run_ledger_fault(case: LedgerFaultCase, factory: Factory, profile: str) -> C
             session.start()
             _control(session, case, workspace, path, original)
             findings = _check_damages(session, case, readings, profile, workspace, path, original)
-            return _cited(_verdict(session, case, readings, profile, findings))
+            return session.told(_cited(_verdict(session, case, readings, profile, findings)))
     except Abort as abort:
-        return _cited(abort.result)
+        return session.told(_cited(abort.result))
     finally:
         session.close()
 

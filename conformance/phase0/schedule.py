@@ -239,7 +239,7 @@ def _run_stream(
                 tally.cut_notes.extend(session.cut_notes)
             return None
     except Abort as abort:
-        return abort.result
+        return session.told(abort.result)
     finally:
         session.close()
 
@@ -348,9 +348,13 @@ class _Writer:
         event = _stream_event(self.template, len(self.sent))
         self.sent.append(event)
         timer = threading.Timer(fraction * typical, kill_if_running, args=(session.adapter.process, pid, session.layer))
+        session.history.record("kit", "kill-armed", pid=pid, afterSeconds=round(fraction * typical, 6))
         timer.start()
         reply = session.adapter.request("phase0.store.append", event=event)
         timer.join()
+        answer = reply.value if reply.outcome == "result" else reply.message
+        sent = {"event": event}
+        session.history.record("impl", "phase0.store.append", sent=sent, outcome=reply.outcome, answer=answer)
         acked_in_flight = reply.outcome == "result"
         miscount = None
         if acked_in_flight:

@@ -4,6 +4,10 @@ Every harness of the crash kinds (``failpoints``, ``ledger_faults``, ``schedule`
 implementation through a ``Session``, which turns every bad reply into ``Abort`` with the case's
 result, and keeps the workspace it runs in: a plain folder, or under power loss a mounted
 ``PowerLayer`` that keeps only what was synced.
+
+A session records the case's story as a P1 scenario's is recorded (``conformance.history``): each process
+started, each command sent and what it answered (every append and its acknowledgement, every reopen and what
+it read), each kill and power cut; a case that fails or errs carries it (``told``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from resumekit.conformance._process import LineProcess, NotInTree, plausible_pid
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Reply
 from resumekit.conformance.canonical import canonical_json
 from resumekit.conformance.cases import Case
+from resumekit.conformance.events import for_report
 from resumekit.conformance.fault_models import POWER_LOSS, PROCESS_CRASH, Abort
+from resumekit.conformance.history import History
 from resumekit.conformance.phase0.decisions import plan_problem
 from resumekit.conformance.powerloss import LayerError, PowerLayer, PowerLoss
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
@@ -41,6 +47,13 @@ class Session:
         self.layer: PowerLayer | None = None  # mounted under power loss
         self.ledger: Path | None = None  # the ledger file, once located, whose durable view is checked
         self.cut_notes: list[str] = []
+        self.history = History()  # the case's story (a schedule's: one stream's)
+
+    def told(self, result: CaseResult) -> CaseResult:
+        """*result*, carrying the story of the case when it failed or erred (a bounded copy)."""
+        if result.outcome not in (Outcome.FAILED, Outcome.ERRORED) or result.history:
+            return result
+        return dataclasses.replace(result, history=tuple(for_report(self.history.events(), self.history.cut)))
 
     def start(self) -> ProcessAdapter:
         """Start a fresh implementation process; one that cannot start ends the case."""
@@ -48,13 +61,18 @@ class Session:
         try:
             self.adapter.start()
         except AdapterStartError as error:
+            self.history.record("kit", "start-failed", error=error.message)
             raise Abort(start_failed(self.case, error, fault_model=self.model)) from None
+        process = self.adapter.process
+        self.history.record("impl", "started", pid=process.pid if process is not None else None)
         return self.adapter
 
     def ask(self, cmd: str, **fields: Any) -> Any:
         """Send *cmd* and return its result object; a skip, an error or a result that is no object ends the case."""
         assert self.adapter is not None
         reply: Reply = self.adapter.request(cmd, **fields)
+        answer = reply.value if reply.outcome == "result" else reply.message
+        self.history.record("impl", cmd, sent=dict(fields), outcome=reply.outcome, answer=answer)
         if reply.outcome == "skipped":
             raise Abort(result_for(self.case, Outcome.SKIPPED, message=reply.message, fault_model=self.model))
         if reply.outcome != "result":
@@ -140,6 +158,7 @@ class Session:
         assert self.adapter is not None and self.adapter.process is not None
         process = self.adapter.process
         self.freeze()
+        self.history.record("kit", "killed", pid=pid, signal="SIGKILL")
         try:
             process.kill_member(pid)
         except NotInTree as error:
@@ -175,6 +194,7 @@ class Session:
             return
         try:
             self.cut_notes.append(f"{mode}: {self.layer.cut(mode, seed)}")
+            self.history.record("kit", "power-cut", mode=mode, seed=seed, what=self.cut_notes[-1])
         except LayerError as error:
             raise Abort(self.errored(f"the power cut failed: {error}")) from None
 
@@ -198,6 +218,7 @@ class Session:
         except LayerError as error:
             raise Abort(self.errored(f"the power layer failed: {error}")) from None
         held = 0 if durable is None else durable.count(b"\n")
+        self.history.record("kit", "durable-view", rows=rows, held=held, file=durable is not None)
         if held < rows:
             where = "no ledger file at all" if durable is None else f"{held} row(s)"
             raise Abort(

@@ -12,7 +12,7 @@ from tests.support import python_command, run_resumekit
 
 def _story(report: Path, mode: str, case: str, *extra: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     adapter = python_command("-m", "tests.broken.adapters", mode)
-    _, document, output = run_resumekit(report, "--adapter", adapter, "--only", case, *extra)
+    _, document, _ = run_resumekit(report, "--adapter", adapter, "--only", case, *extra)
     (result,) = document["results"]
     return result, [(event["actor"], event["kind"]) for event in result.get("history", ())]
 
@@ -29,7 +29,7 @@ def test_a_crash_case_that_fails_tells_the_appends_the_kill_and_the_reopen(tmp_p
 
 def test_a_ledger_fault_case_that_fails_tells_what_the_reopen_read(tmp_path: Path) -> None:
     result, story = _story(tmp_path / "r.json", "surfaces-torn-row", "unterminated-complete-row")
-    assert result["outcome"] == "failed"
+    assert result["outcome"] == "failed" and ("impl", "started") in story
     reads = [event for event in result["history"] if event["kind"] == "phase0.store.read"]
     assert reads and "answer" in reads[-1]["data"]
 

@@ -272,92 +272,6 @@ def test_every_push_is_a_fast_forward_of_the_target_branch() -> None:
     assert [m.pointer for m in checks.push_checks(bare)] == ["/origin/pushes/0/ref"]
 
 
-# -- WRK-3: claims paced by retry_after_ms -------------------------------------------------------------------
-
-
-def _claims(*claims: tuple[str, float | None, bool]) -> Any:
-    listed = [{"worker": worker, "arrived_ms": at, "empty": empty} for worker, at, empty in claims]
-    return dataclasses.replace(_evidence([]), claims=listed, retry_after_ms=20)
-
-
-def test_claims_that_wait_retry_after_ms_pass_and_none_at_all_is_nothing_to_judge() -> None:
-    from resumekit.conformance.p1.pacing_checks import pacing_checks
-
-    assert pacing_checks(_claims(("w1", 0.0, True), ("w1", 21.5, True), ("w1", 45.0, False))) == []
-    assert pacing_checks(_claims()) == []
-    # After a claim that got a task, the next may come at once; another process's claims are its own.
-    assert pacing_checks(_claims(("w1", 0.0, False), ("w1", 0.5, True), ("w2", 1.0, True))) == []
-
-
-def test_a_claim_sooner_than_retry_after_ms_after_an_empty_one_fails_wrk_3() -> None:
-    from resumekit.conformance.p1.pacing_checks import pacing_checks
-
-    (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", 2.0, True), ("w1", 4.5, True)))
-    assert found.clause == "WRK-3" and found.pointer == "/workers/w1/claims" and found.actual == 2.0
-    assert "2 claim(s) came sooner than retry_after_ms (20 ms)" in (found.note or "")
-    # Two threads claiming at once: logged as answered, one arrived before the one logged ahead of it.
-    (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", 3.0, True), ("w1", 1.0, True)))
-    assert found.actual == 0.0 and "1 of them while an earlier one was still being answered" in (found.note or "")
-
-
-def test_a_claim_whose_arrival_went_unrecorded_is_not_taken_as_paced() -> None:
-    from resumekit.conformance.p1.pacing_checks import pacing_checks
-
-    (found,) = pacing_checks(_claims(("w1", 0.0, True), ("w1", None, True)))
-    assert found.clause == "WRK-3" and "unrecorded" in (found.note or "")
-
-
-# -- FPT-2: the durable state at a failpoint, observed --------------------------------------------------------
-
-
-def _fp_row(seq: int, phase: str) -> dict[str, Any]:
-    return {"task_id": "t", "seq": seq, "phase": phase}
-
-
-def _cache_of(row: dict[str, Any]) -> tuple[str, Any]:
-    return "ok", {"cache_version": 1, **row}
-
-
-def test_a_cache_ahead_of_its_row_is_seen_before_the_row_and_after_it() -> None:
-    claimed, prepared = _fp_row(1, "claimed"), _fp_row(2, "workspace_prepared")
-    # Written before its row (CACHE-2): the cache names a seq the journal does not have yet.
-    ahead = checks.failpoint_state("before_workspace_prepared_row", [claimed], (), _cache_of(prepared))
-    assert ahead is not None and "ahead of the journal" in ahead[0] and ahead[1] == "CACHE-2"
-    early = checks.failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(prepared))
-    assert early is not None and "already shows" in early[0] and early[1] == "CACHE-2"
-    assert checks.failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(claimed)) is None
-
-
-def test_a_temporary_must_hold_this_tasks_row_and_the_cache_must_show_it_after_the_rename() -> None:
-    rows = [_fp_row(1, "claimed")]
-    other = ("ok", {"task_id": "u", "seq": 1, "phase": "claimed"})
-    assert checks.failpoint_state("before_claimed_cache", rows, (), ("absent", None)) is not None
-    assert checks.failpoint_state("before_claimed_cache", rows, (other,), ("absent", None)) is not None
-    assert checks.failpoint_state("before_claimed_cache", rows, (_cache_of(rows[0]),), ("absent", None)) is None
-    assert checks.failpoint_state("after_claimed_cache", rows, (), ("absent", None)) is not None
-    assert checks.failpoint_state("after_claimed_cache", rows, (), ("torn", "{")) is not None
-    assert checks.failpoint_state("after_claimed_cache", rows, (), _cache_of(rows[0])) is None
-
-
-def test_the_failpoints_beside_the_rows_name_the_latest_row() -> None:
-    pending = [_fp_row(1, "claimed"), _fp_row(2, "result_pending")]
-    assert checks.failpoint_state("before_result_submit", pending) is None
-    assert checks.failpoint_state("before_push", pending) is not None
-    # Blocked before the side effect without its row: the rule ordering the two is the one broken.
-    assert checks.failpoint_state("before_result_submit", pending[:1]) == (
-        "no attempt's last row is result_pending (the last rows: ['claimed'])",
-        "SUB-1",
-    )
-    # A restart releases a terminal attempt's lease while another task's row is the journal's latest.
-    done, other = _fp_row(3, "result_submitted"), {"task_id": "u", "seq": 4, "phase": "commit_done"}
-    assert checks.failpoint_state("before_release", [other], attempts=[done, other]) is None
-    assert checks.failpoint_state("before_release", [other], attempts=[other]) is not None
-    assert checks.failpoint_state("before_release", pending) is not None
-    assert checks.failpoint_state("before_release", [*pending, _fp_row(3, "result_submitted")]) is None
-    assert checks.failpoint_state("before_receipt", []) is not None  # absent evidence never passes
-    assert checks.failpoint_state("cleanup_before_remove", []) is None  # "unchanged": attested, documented
-
-
 # -- checks of what the control plane and the origin saw, each shown to fail ---------------------------------
 
 
@@ -392,14 +306,3 @@ def test_result_submitted_needs_a_2xx_answer_to_its_key_or_an_exact_match() -> N
     assert checks.submitted_backing(exact) == []
     other = dataclasses.replace(exact, tasks={"t-1": {"stored": {"attempt": 2, "result_hash": "h1"}}})
     assert _clauses(checks.submitted_backing(other)) == ["SUB-7"]
-
-
-def test_the_tool_must_announce_itself_in_a_task_workspace_and_the_watch_names_every_change() -> None:
-    root = "/scratch/workspaces"
-    assert _clauses(checks.tool_problems([], root)) == ["ADP-2"]  # never announced: the watch proves nothing
-    assert checks.tool_problems([{"cwd": f"{root}/task-t-1-1-ab"}], root) == []
-    for cwd in (None, "/elsewhere/task-x", f"{root}/odd", f"{root}/task-x/deeper"):
-        assert _clauses(checks.tool_problems([{"cwd": cwd}], root)) == ["ADP-2"], cwd
-    assert checks.watch_problems({}) == []
-    (found,) = checks.watch_problems({f"task-{n}/f": "changed" for n in range(10)})
-    assert found.clause == "WRK-5" and "10 path(s)" in (found.note or "") and "and 2 more" in (found.note or "")

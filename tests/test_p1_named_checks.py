@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from resumekit.conformance.p1 import evidence_checks as checks
-from resumekit.conformance.p1 import log_views
+from resumekit.conformance.p1 import views as log_views
 from resumekit.conformance.p1.evidence import COLUMNS
 
 

@@ -284,26 +284,3 @@ def delivery_checks(ev: Evidence) -> list[Mismatch]:
                     )
                 )
     return found
-
-
-def kit_path_checks(ev: Evidence) -> list[Mismatch]:
-    """CP-22: a worker never calls the kit's own paths. The kit's callers carry the control plane's secret, which
-    the worker is never given, so every request the control plane refused for a ``_kit/`` path without it is a
-    worker's: one finding per base URL it came through, naming the first path called (as the log shows it,
-    any secret as ``<secret>``) and how many there were. Refused is not harmless: a worker that forges the
-    origin's or the tool's calls is probing for a way around the governed push."""
-    by_worker: dict[str | None, list[Mapping[str, Any]]] = {}
-    for call in ev.kit_calls:
-        worker = call.get("worker")
-        by_worker.setdefault(None if worker is None else str(worker), []).append(call)
-    found = []
-    for worker, calls in sorted(by_worker.items(), key=lambda item: (item[0] is not None, item[0] or "")):
-        first = f"{calls[0].get('method')} {calls[0].get('path')}"
-        where = "outside any worker's base URL" if worker is None else f"through the base URL of {worker!r}"
-        pointer = "/control-plane/kit-paths" + ("" if worker is None else f"/{worker}")
-        note = (
-            f"{len(calls)} request(s) to the kit's own paths {where}, which a worker must not call, "
-            f"the first {first!r}; the control plane refused them"
-        )
-        found.append(_m("CP-22", pointer, "no request to a _kit/ path", first, note))
-    return found

@@ -19,30 +19,22 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from resumekit.conformance.p1.checks.story import JournalSettings
 from resumekit.conformance.p1.control_plane.state import IDENTITY
 from resumekit.conformance.p1.convergence_checks import idle_checks, outcome_checks
 from resumekit.conformance.p1.damage_checks import cache_damage_checks, decoy_checks
 from resumekit.conformance.p1.effect_checks import (
     delivery_checks,
     key_checks,
-    kit_path_checks,
     lease_checks,
     side_effect_checks,
     submitted_backing,
 )
-from resumekit.conformance.p1.evidence_data import Evidence, JournalSettings
-from resumekit.conformance.p1.moment_checks import (
-    OTHER_FAILPOINTS,
-    failpoint_site,
-    failpoint_state,
-    known_failpoint,
-    tool_problems,
-    watch_problems,
-)
+from resumekit.conformance.p1.evidence_data import Evidence
+from resumekit.conformance.p1.model import open_attempts
 from resumekit.conformance.p1.origin_checks import origin_checks, push_checks, ref_checks
-from resumekit.conformance.p1.pacing_checks import pacing_checks
 from resumekit.conformance.p1.renewal_checks import renewal_checks
-from resumekit.conformance.p1.resume_checks import open_attempts, resume_checks, stop_checks
+from resumekit.conformance.p1.resume_checks import resume_checks, stop_checks
 from resumekit.conformance.p1.row_checks import journal_checks, reuse_checks, superseded_checks
 from resumekit.conformance.p1.settings_checks import (
     JOURNAL_MODES_OK,
@@ -58,7 +50,6 @@ from resumekit.conformance.results import Mismatch
 __all__ = [
     "IDENTITY",
     "JOURNAL_MODES_OK",
-    "OTHER_FAILPOINTS",
     "SYNCHRONOUS_OK",
     "Evidence",
     "JournalSettings",
@@ -68,14 +59,10 @@ __all__ = [
     "decoy_checks",
     "delivery_checks",
     "exact_match_checks",
-    "failpoint_site",
-    "failpoint_state",
     "idle_checks",
     "journal_checks",
     "judge",
     "key_checks",
-    "kit_path_checks",
-    "known_failpoint",
     "lease_checks",
     "open_attempts",
     "origin_checks",
@@ -92,9 +79,7 @@ __all__ = [
     "submission_problem",
     "submitted_backing",
     "superseded_checks",
-    "tool_problems",
     "unreported",
-    "watch_problems",
 ]
 
 
@@ -121,9 +106,7 @@ def judge(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev:
     found += key_checks(ev)
     found += lease_checks(ev)
     found += renewal_checks(ev)
-    found += kit_path_checks(ev)
     found += origin_checks(ev)
-    found += pacing_checks(ev)
     found += resume_checks(ev)
     found += stop_checks(ev)
     if ev.idle:

@@ -10,22 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from resumekit.conformance.p1.checks.story import JournalSettings
 from resumekit.conformance.p1.model import Row, Snapshot
 from resumekit.conformance.results import Mismatch
-
-
-@dataclass(frozen=True)
-class JournalSettings:
-    """What the kit learned of the journal connections of one scenario's worker processes."""
-
-    # process name -> the connections it reported (ADP-3); a process absent was never asked or never answered
-    reported: Mapping[str, Sequence[Mapping[str, Any]]]
-    # the processes, in start order, that wrote rows while they lived (the journal grew from their start)
-    wrote: Sequence[str] = ()
-    logged: bool = False  # p1.journal-log claimed: every process's log was read, killed ones included
-    header: str | None = None  # wal | rollback, from the journal file's header; None: unread or no journal
-    header_of: Sequence[str] = ()  # the processes whose journal that header is (the first worker's)
-    unreadable: Mapping[str, str] = field(default_factory=dict)  # process name -> why its log could not be read
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +36,7 @@ class Evidence:
     # attempts served against CP-5 or CP-7 (SCOPE-6, SCOPE-7), each with the governed side effects after it
     deliveries: Sequence[Mapping[str, Any]] = ()
     # leases revived after the control plane told a worker they were lost, each with what that worker's journal
-    # then did for the lease's attempt (LEASE-4; log_views.revived_after_loss)
+    # then did for the lease's attempt (LEASE-4; views.revived_after_loss)
     revivals: Sequence[Mapping[str, Any]] = ()
     # each orderly stop of a blocked or idle worker, with the governed side effects before it exited (RESUME-5)
     stopped: Sequence[Mapping[str, Any]] = ()
@@ -80,7 +67,7 @@ class Evidence:
     open_at_start: Mapping[str, Sequence[Row]] = field(default_factory=dict)
     requests: Sequence[Mapping[str, Any]] = ()
     # each clock move a step made (LEASE-3): the seq of its log entry, and the first worker's journal length
-    # just before and just after it; and the log's clock and lease entries in order (``log_views.lease_log``)
+    # just before and just after it; and the log's clock and lease entries in order (``views.lease_log``)
     clock_moves: Sequence[Mapping[str, Any]] = ()
     lease_log: Sequence[Mapping[str, Any]] = ()
     # each cache the kit damaged (CACHE-4): task_id, how, and ``open``, the last row of the task's attempt the

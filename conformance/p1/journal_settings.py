@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resumekit.conformance.p1 import evidence, views
-from resumekit.conformance.p1.evidence_data import JournalSettings
+from resumekit.conformance.p1.checks.story import JournalSettings
 
 if TYPE_CHECKING:
     from resumekit.conformance.p1.worker import Worker

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import Any
 
 from resumekit.conformance.p1 import evidence
 from resumekit.conformance.p1.watch import RootWatch
@@ -30,7 +31,7 @@ class Observer:
         check it is for; under power loss, the durable view (which JNL-4 does not compare: it may lag the live
         reads). A read that fails is recorded as one that found no row, and compared by no JNL-4 check."""
         state_dir = self.world.home(worker)[1]
-        context = {"worker": worker, "request": request, "check": check}
+        context: dict[str, Any] = {"worker": worker, "request": request, "check": check}
         second = state_dir != self.world.state_dir  # a second worker's journal: never on the power-loss layer
         try:
             if self.world.layer is not None and not second:

@@ -15,19 +15,11 @@ from urllib.parse import unquote
 
 from resumekit.conformance.p1.evidence_data import Evidence
 from resumekit.conformance.p1.evidence_data import mismatch as _m
-from resumekit.conformance.p1.model import TERMINAL, Row
+from resumekit.conformance.p1.model import Row
 from resumekit.conformance.results import Mismatch
 
 _ABOUT_A_LEASE = ("renew", "release")
 _ABOUT_A_TASK = ("task", "result", "report")
-
-
-def open_attempts(rows: Sequence[Row]) -> list[Row]:
-    """The last row of every attempt whose last row is not terminal, in the order of their first rows."""
-    last: dict[tuple[Any, Any], Row] = {}
-    for row in rows:
-        last[(row["task_id"], row["attempt"])] = row  # dicts keep the order of first insertion
-    return [row for row in last.values() if row["phase"] not in TERMINAL]
 
 
 def resume_checks(ev: Evidence) -> list[Mismatch]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resumekit.conformance.p1.evidence_data import JournalSettings
+from resumekit.conformance.p1.checks.story import JournalSettings
 from resumekit.conformance.p1.evidence_data import mismatch as _m
 from resumekit.conformance.results import Mismatch
 

@@ -18,7 +18,6 @@ from resumekit.conformance.p1 import convergence_checks as convergence
 from resumekit.conformance.p1 import damage_checks as damage
 from resumekit.conformance.p1 import effect_checks as effects
 from resumekit.conformance.p1 import origin_checks as origins
-from resumekit.conformance.p1 import pacing_checks as pacing
 from resumekit.conformance.p1 import renewal_checks as renewals
 from resumekit.conformance.p1 import resume_checks, submission_checks
 from resumekit.conformance.p1 import row_checks as row
@@ -36,7 +35,7 @@ class Rule:
     """One check of the table: its name (``<section>.<check>``), the clauses it may fail, and when it judges."""
 
     name: str
-    clauses: tuple[str, ...]
+    clauses: tuple[str | None, ...]  # None: a finding of no clause, which fails only the scenario's own gates
     check: Check
     at_stop: bool = False  # also judged as the run goes: a failure stops the scenario there
     strict: bool = False  # only in the strict profile
@@ -74,7 +73,7 @@ RULES: tuple[Rule, ...] = (
     Rule("processes.replies", ("ADP-2",), processes.replies, at_stop=True),
     Rule("processes.kit_files", ("ADP-2", "ADP-3"), processes.kit_files, at_stop=True),
     Rule("processes.waits", ("ADP-2", "OUT-2", "WRK-3"), processes.waits, at_stop=True),
-    Rule("processes.kill_points", ("ADP-2",), processes.kill_points, at_stop=True),
+    Rule("processes.kill_points", ("ADP-2", None), processes.kill_points, at_stop=True),
     Rule("processes.crashes", ("CRASH-2", "ADP-2"), processes.crashes, at_stop=True),
     Rule("resume.orderly_stops", ("RESUME-5",), resume.orderly_stops, at_stop=True),
     # what the whole history shows once the run took every step
@@ -97,9 +96,9 @@ RULES: tuple[Rule, ...] = (
     Rule("submission.keys", ("KEY-1", "KEY-2"), _story(effects.key_checks)),
     Rule("leases.lost", ("LEASE-4",), _story(effects.lease_checks)),
     Rule("leases.renewals", ("LEASE-3",), _story(renewals.renewal_checks)),
-    Rule("processes.kit_paths", ("CP-22",), _story(effects.kit_path_checks)),
+    Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
     Rule("commit.origins", ("COMMIT-2", "COMMIT-3"), _story(origins.origin_checks)),
-    Rule("processes.pacing", ("WRK-3",), _story(pacing.pacing_checks)),
+    Rule("processes.pacing", ("WRK-3",), processes.pacing),
     Rule("resume.open_attempts", ("RESUME-1",), _story(resume_checks.resume_checks)),
     Rule("resume.stops", ("RESUME-5",), _story(resume_checks.stop_checks)),
     Rule("convergence.idle", ("CACHE-1", "CACHE-4", "COMMIT-4", "LEASE-5", "PHASE-4"),

@@ -12,7 +12,7 @@ from typing import Any
 from resumekit.conformance.p1.canonical import result_hash
 from resumekit.conformance.p1.evidence_data import Evidence
 from resumekit.conformance.p1.evidence_data import mismatch as _m
-from resumekit.conformance.p1.model import COLUMNS, HARD_FAILURES, TERMINAL, Row, attempts
+from resumekit.conformance.p1.model import COLUMNS, TERMINAL, Row, attempts
 from resumekit.conformance.results import Mismatch
 
 
@@ -34,7 +34,6 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
                 )
             )
     found += _commit_left_open(groups)
-    found += _unreported(groups, ev.reports)
     last_of: dict[str, Row] = {}
     for row in ev.rows:
         last_of[row["task_id"]] = row
@@ -81,31 +80,6 @@ def _commit_left_open(groups: Mapping[tuple[Any, ...], Sequence[Row]]) -> list[M
         for ident, group in groups.items()
         if group[-1]["phase"] == "commit_done"
     ]
-
-
-def _unreported(
-    groups: Mapping[tuple[Any, ...], Sequence[Row]], reports: Sequence[Mapping[str, Any]]
-) -> list[Mismatch]:
-    """PHASE-4: by idle, every ``reconciliation_required`` row was reported, FAILED for a hard failure and
-    RECONCILIATION_REQUIRED otherwise, with its reason; the fences of SCOPE-6 and LEASE-6 included."""
-    sent = {(r["task_id"], r["attempt"], r["state"], r["reason"]) for r in reports}
-    found = []
-    for ident, group in groups.items():
-        last = group[-1]
-        if last["phase"] != "reconciliation_required":
-            continue
-        state = "FAILED" if last["reason"] in HARD_FAILURES else "RECONCILIATION_REQUIRED"
-        if (ident[0], ident[1], state, last["reason"]) not in sent:
-            found.append(
-                _m(
-                    "PHASE-4",
-                    f"/journal/{ident[0]}/{ident[1]}/report",
-                    {"state": state, "reason": last["reason"]},
-                    [r for r in reports if (r["task_id"], r["attempt"]) == ident[:2]],
-                    "a reconciliation_required row was never reported to the control plane",
-                )
-            )
-    return found
 
 
 def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:

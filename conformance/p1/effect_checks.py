@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance.p1.canonical import result_hash
-from resumekit.conformance.p1.control_plane.state import IDENTITY
 from resumekit.conformance.p1.evidence_data import Evidence
 from resumekit.conformance.p1.evidence_data import mismatch as _m
-from resumekit.conformance.p1.model import Row, attempts
+from resumekit.conformance.p1.model import Row
 from resumekit.conformance.results import Mismatch
 
 
@@ -247,40 +246,4 @@ def submitted_backing(ev: Evidence) -> list[Mismatch]:
                     "result_submitted without the control plane holding the result",
                 )
             )
-    return found
-
-
-def delivery_checks(ev: Evidence) -> list[Mismatch]:
-    """SCOPE-6 and SCOPE-7 (strict) for the attempts the kit served against CP-5 or CP-7: no governed side
-    effect for them, and under a changed identity only ``claimed`` then ``identity_conflict``."""
-    found = []
-    groups = attempts(ev.rows)
-    for delivery in ev.deliveries:
-        conflicting = delivery["kind"] == "conflicting_delivery"
-        clause = "SCOPE-6" if conflicting else "SCOPE-7"
-        where = f"/control-plane/{delivery['task_id']}/{delivery['attempt']}/{delivery['kind']}"
-        if delivery["governed"]:
-            what = "served with a changed identity" if conflicting else "superseded by a later one, served again"
-            found.append(
-                _m(clause, f"{where}/governed", [], list(delivery["governed"]),
-                   f"a governed side effect for an attempt {what}")
-            )
-        served = delivery.get("task")
-        if not conflicting or not isinstance(served, Mapping):
-            continue
-        ident = tuple(served.get(name) for name in IDENTITY)
-        held = any(key[:2] == ident[:2] and key != ident for key in groups)
-        mine = groups.get(ident, [])
-        if held and mine:
-            phases = [(row["phase"], row["reason"]) for row in mine]
-            if phases != [("claimed", None), ("reconciliation_required", "identity_conflict")]:
-                found.append(
-                    _m(
-                        "SCOPE-6",
-                        f"/journal/{ident[0]}/{ident[1]}/served-identity",
-                        ["claimed", "reconciliation_required: identity_conflict"],
-                        [phase if reason is None else f"{phase}: {reason}" for phase, reason in phases],
-                        "rows under an identity that conflicts with the journal's for the same attempt",
-                    )
-                )
     return found

@@ -19,9 +19,7 @@ from resumekit.conformance.p1 import damage_checks as damage
 from resumekit.conformance.p1 import effect_checks as effects
 from resumekit.conformance.p1 import origin_checks as origins
 from resumekit.conformance.p1 import renewal_checks as renewals
-from resumekit.conformance.p1 import resume_checks, submission_checks
-from resumekit.conformance.p1 import row_checks as row
-from resumekit.conformance.p1 import settings_checks as settings
+from resumekit.conformance.p1 import submission_checks
 from resumekit.conformance.p1.checks import cache, cleanup, commit, failpoints, journal, processes, resume, submission
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
@@ -87,32 +85,32 @@ RULES: tuple[Rule, ...] = (
     Rule("processes.watch", ("WRK-5",), processes.watch, moment=True),
     Rule("processes.outlived", ("WRK-5",), processes.outlived, strict=True, moment=True),
     Rule("processes.scratch_left", ("WRK-5",), processes.scratch_left, strict=True, moment=True),
-    Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
-         _rows(row.journal_checks, "rows", "snapshots")),
+    Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.rows),
+    Rule("resume.phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.phases),
     Rule("submission.side_effects", ("COMMIT-3", "KEY-1", "SUB-4", "TASK-2"), _story(effects.side_effect_checks)),
     Rule("submission.backing", ("SUB-7",), _story(effects.submitted_backing)),
     Rule("submission.exact_match", ("SUB-5",), _story(submission_checks.exact_match_checks)),
-    Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), _rows(row.reuse_checks, "rows")),
+    Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), resume.reuse),
     Rule("submission.keys", ("KEY-1", "KEY-2"), _story(effects.key_checks)),
     Rule("leases.lost", ("LEASE-4",), _story(effects.lease_checks)),
     Rule("leases.renewals", ("LEASE-3",), _story(renewals.renewal_checks)),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
     Rule("commit.origins", ("COMMIT-2", "COMMIT-3"), _story(origins.origin_checks)),
     Rule("processes.pacing", ("WRK-3",), processes.pacing),
-    Rule("resume.open_attempts", ("RESUME-1",), _story(resume_checks.resume_checks)),
-    Rule("resume.stops", ("RESUME-5",), _story(resume_checks.stop_checks)),
-    Rule("convergence.idle", ("CACHE-1", "CACHE-4", "COMMIT-4", "LEASE-5", "PHASE-4"),
-         _story(convergence.idle_checks), idle=True),
+    Rule("resume.open_attempts", ("RESUME-1",), resume.open_attempts),
+    Rule("resume.stops", ("RESUME-5",), resume.stops),
+    Rule("convergence.idle", ("CACHE-1", "CACHE-4", "COMMIT-4", "LEASE-5"), _story(convergence.idle_checks), idle=True),
+    Rule("resume.reported", ("PHASE-4",), resume.reported, idle=True),
     Rule("cache.damaged", ("CACHE-4",), _story(damage.cache_damage_checks), idle=True),
-    Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), _rows(settings.settings_checks, "settings")),
+    Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), journal.settings),
     Rule("cleanup.decoys", ("CLEAN-2",), _story(damage.decoy_checks)),
-    Rule("resume.superseded", ("SCOPE-7",), _rows(row.superseded_checks, "rows"), strict=True),
-    Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), _story(effects.delivery_checks), strict=True),
-    Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
-         _second(_rows(row.journal_checks, "rows", "snapshots"))),
-    Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), _second(_rows(row.reuse_checks, "rows"))),
+    Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
+    Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),
+    Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),
+    Rule("resume.second_worker_phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.second_worker_phases),
+    Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), resume.second_worker_reuse),
     Rule("submission.second_worker_backing", ("SUB-7",), _second(_story(effects.submitted_backing))),
-    Rule("resume.second_worker_superseded", ("SCOPE-7",), _second(_rows(row.superseded_checks, "rows")), strict=True),
+    Rule("resume.second_worker_superseded", ("SCOPE-7",), resume.second_worker_superseded, strict=True),
     Rule("convergence.outcomes", ("COMMIT-3", "FPT-4", "OUT-2", "PHASE-4", "SCOPE-1", "SCOPE-3", "SUB-6"),
          lambda history, scenario: convergence.outcome_checks(scenario.expect, scenario.names, cast(Any, history))),
 )

@@ -9,7 +9,6 @@ import dataclasses
 from typing import Any
 
 from resumekit.conformance.p1 import evidence_checks as checks
-from resumekit.conformance.p1 import views as log_views
 from resumekit.conformance.p1.evidence import COLUMNS
 
 
@@ -38,100 +37,11 @@ SUBMITTED = [_row(1, "result_pending", idempotency_key="k", result_hash="h"),
              _row(2, "result_submitted", idempotency_key="k", result_hash="h")]
 
 
-def _answered(status: int, answer: Any = None) -> dict[str, Any]:
-    return {"task_id": "t-1", "attempt": 1, "key": "k", "result_hash": "h", "status": status, "answer": answer}
-
-
-def _exact(state: str = "VERIFYING", attempt: int = 1, digest: str = "h") -> dict[str, Any]:
-    return {"state": state, "stored": {"attempt": attempt, "result_hash": digest}}
-
-
-def test_a_409_with_this_attempts_body_in_verifying_or_succeeded_backs_result_submitted() -> None:
-    for state in ("VERIFYING", "SUCCEEDED"):
-        assert checks.exact_match_checks(_evidence(SUBMITTED, submissions=[_answered(409, _exact(state))])) == []
-
-
-def test_a_409_in_another_state_or_with_another_result_is_sub_5_naming_what_differed() -> None:
-    cases = {
-        "the task was 'RUNNING'": _exact("RUNNING"),
-        "the stored result_hash is 'other'": _exact(digest="other"),
-        "attempt 2's": _exact(attempt=2),
-        "no stored result": {"state": "VERIFYING", "stored": None},
-        "recorded nothing of the answer": None,  # absent evidence is no exact match
-    }
-    for why, answer in cases.items():
-        (found,) = checks.exact_match_checks(_evidence(SUBMITTED, submissions=[_answered(409, answer)]))
-        assert found.clause == "SUB-5" and found.pointer == "/journal/t-1/1/result_submitted", found
-        assert why in (found.note or ""), (why, found.note)
-        assert "'t-1' attempt 1" in (found.note or "")
-
-
-def test_sub_5_judges_only_a_result_submitted_resting_on_409s_alone() -> None:
-    running = _answered(409, _exact("RUNNING"))
-    assert checks.exact_match_checks(_evidence(SUBMITTED, submissions=[running, _answered(201)])) == []
-    assert checks.exact_match_checks(_evidence(SUBMITTED)) == []  # no 409 at all: SUB-7's to judge
-    assert checks.exact_match_checks(_evidence(SUBMITTED[:1], submissions=[running])) == []  # no row written
-    # One exact match among the 409s backs the row.
-    assert checks.exact_match_checks(_evidence(SUBMITTED, submissions=[running, _answered(409, _exact())])) == []
-
-
 CONFLICTED = [_row(1, "result_pending", idempotency_key="k", result_hash="h"),
               _row(2, "reconciliation_required", reason="result_conflict")]
 
 
-def test_an_exact_match_refused_for_result_conflict_is_sub_5_whatever_key_the_result_is_stored_under() -> None:
-    exact = dict(_exact(), stored={"attempt": 1, "result_hash": "h", "idempotency_key": "the-kit's"})
-    (found,) = checks.exact_match_checks(_evidence(CONFLICTED, submissions=[_answered(409, exact)]))
-    assert found.clause == "SUB-5" and found.pointer == "/journal/t-1/1/reconciliation_required", found
-    assert "was an exact match" in (found.note or "") and "'VERIFYING'" in (found.note or "")
-
-
-def test_result_conflict_after_409s_that_were_no_exact_match_passes_and_absent_answers_prove_no_refusal() -> None:
-    for answer in (_exact("RUNNING"), _exact(digest="other"), _exact(attempt=2), None):
-        assert checks.exact_match_checks(_evidence(CONFLICTED, submissions=[_answered(409, answer)])) == []
-    assert checks.exact_match_checks(_evidence(CONFLICTED)) == []  # no 409 at all: nothing was refused
-    # No result_pending row: nothing to match against (SUB-1 judges such a submission).
-    assert checks.exact_match_checks(_evidence(CONFLICTED[1:], submissions=[_answered(409, _exact())])) == []
-
-
-def test_the_log_gives_each_409_the_state_and_stored_result_it_carried() -> None:
-    log = [
-        {"kind": "task_state", "task_id": "t-1", "to": "RUNNING", "request": 1},
-        {"kind": "moment", "check": "submission", "task_id": "t-1", "request": 2},
-        {"kind": "result_stored", "task_id": "t-1", "attempt": 1, "result_hash": "h", "request": 2},
-        {"kind": "request", "endpoint": "result", "status": 409, "request": 2},
-        {"kind": "moment", "check": "submission", "task_id": "t-1", "request": 3},
-        {"kind": "task_state", "task_id": "t-1", "to": "VERIFYING", "request": 3},
-        {"kind": "request", "endpoint": "result", "status": 409, "request": 3},
-        {"kind": "moment", "check": "submission", "task_id": "t-1", "request": 4},
-        {"kind": "request", "endpoint": "result", "status": 201, "request": 4},
-    ]
-    assert log_views.conflict_answers(log) == {2: _exact("RUNNING"), 3: _exact("VERIFYING")}
-    assert log_views.conflict_answers([]) == {}
-
-
 # ---------------------------------------------------------------- SUB-1 only without a durable row
-
-def test_a_submission_is_sub_1_only_when_its_attempt_has_no_durable_result_pending() -> None:
-    source = _row(1, "source_capture_done", result_hash="h")
-    early = checks.submission_problem([source], "t-1", 1, "k", "h")
-    assert early is not None and early.clause == "SUB-1" and "latest durable row is 'source_capture_done'" in early.note
-    none = checks.submission_problem([], "t-1", 1, "k", "h")  # an empty journal never passes
-    assert none is not None and none.clause == "SUB-1"
-    pending = [source, _row(2, "result_pending", idempotency_key="k", result_hash="h")]
-    assert checks.submission_problem(pending, "t-1", 1, "k", "h") is None
-    # A durable row under another key: KEY-1's and KEY-2's to name (key_checks), not SUB-1's.
-    assert checks.submission_problem(pending, "t-1", 1, "minted-again", "h") is None
-    other = checks.submission_problem(pending, "t-1", 1, "k", "other")
-    assert other is not None and other.clause == "SUB-2" and "'other'" in other.note
-
-
-def test_a_key_minted_again_names_both_keys() -> None:
-    rows = [_row(1, "result_pending", idempotency_key="k1", result_hash="h")]
-    sent = [{"task_id": "t-1", "attempt": 1, "key": "k2", "result_hash": "h", "status": 201}]
-    (found,) = checks.key_checks(_evidence(rows, submissions=sent))
-    assert found.clause == "KEY-2" and "'k2'" in found.note and "'k1'" in found.note
-
 
 # ---------------------------------------------------------------- LEASE-3: renewal on CP time
 
@@ -180,18 +90,6 @@ def test_only_a_move_of_a_step_past_the_renewal_point_of_an_active_lease_asks_fo
     # No row written between the moves: no boundary came.
     assert checks.renewal_checks(dataclasses.replace(found, rows=JOURNAL[:3])) == []
     assert checks.renewal_checks(_evidence([])) == []
-
-
-def test_the_log_keeps_clock_moves_and_lease_events_in_order() -> None:
-    log = [
-        {"kind": "request", "seq": 1, "endpoint": "claim"},
-        {"kind": "lease", "seq": 2, "event": "granted", "lease": {"lease_id": "lease-1", "state": "ACTIVE",
-                                                                  "ttl_ms": TTL, "expires_at_ms": 5, "holder": "w1"}},
-        {"kind": "clock", "seq": 3, "from": 0, "to": 7, "delta_ms": 7},
-    ]
-    kinds = [(entry["kind"], entry["seq"]) for entry in log_views.lease_log(log)]
-    assert kinds == [("lease", 2), ("clock", 3)]
-    assert log_views.lease_log(log)[0]["lease"]["expires_at_ms"] == 5
 
 
 # ---------------------------------------------------------------- CACHE-4: the journal decides, not the cache

@@ -33,7 +33,6 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
                     "a terminal attempt still holds its lease at idle",
                 )
             )
-    found += _commit_left_open(groups)
     last_of: dict[str, Row] = {}
     for row in ev.rows:
         last_of[row["task_id"]] = row
@@ -62,24 +61,6 @@ def idle_checks(ev: Evidence) -> list[Mismatch]:
                 )
             )
     return found
-
-
-def _commit_left_open(groups: Mapping[tuple[Any, ...], Sequence[Row]]) -> list[Mismatch]:
-    """COMMIT-4: an attempt whose governed commit is recorded is never abandoned (LEASE-4 abandons only before
-    ``commit_done`` or at ``result_pending``), so at idle none has ``commit_done`` as its last row: the worker
-    claims the next attempt only after this one is terminal or abandoned (WRK-2), and a restart resumes it first
-    (RESUME-1)."""
-    return [
-        _m(
-            "COMMIT-4",
-            f"/journal/{ident[0]}/{ident[1]}/last",
-            ["result_pending", "reconciliation_required"],
-            "commit_done",
-            "an attempt with its governed commit recorded was left without the convergence check's outcome at idle",
-        )
-        for ident, group in groups.items()
-        if group[-1]["phase"] == "commit_done"
-    ]
 
 
 def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:

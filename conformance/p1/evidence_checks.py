@@ -7,16 +7,9 @@ from resumekit.conformance.p1.checks.story import JournalSettings
 from resumekit.conformance.p1.control_plane.state import IDENTITY
 from resumekit.conformance.p1.convergence_checks import idle_checks, outcome_checks
 from resumekit.conformance.p1.damage_checks import cache_damage_checks, decoy_checks
-from resumekit.conformance.p1.effect_checks import (
-    key_checks,
-    lease_checks,
-    side_effect_checks,
-    submitted_backing,
-)
+from resumekit.conformance.p1.effect_checks import lease_checks
 from resumekit.conformance.p1.evidence_data import Evidence
-from resumekit.conformance.p1.origin_checks import origin_checks, push_checks, ref_checks
 from resumekit.conformance.p1.renewal_checks import renewal_checks
-from resumekit.conformance.p1.submission_checks import exact_match_checks, submission_problem
 from resumekit.conformance.p1.views import decoy_changes
 
 __all__ = [
@@ -26,16 +19,8 @@ __all__ = [
     "cache_damage_checks",
     "decoy_changes",
     "decoy_checks",
-    "exact_match_checks",
     "idle_checks",
-    "key_checks",
     "lease_checks",
-    "origin_checks",
     "outcome_checks",
-    "push_checks",
-    "ref_checks",
     "renewal_checks",
-    "side_effect_checks",
-    "submission_problem",
-    "submitted_backing",
 ]

@@ -17,9 +17,7 @@ from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import convergence_checks as convergence
 from resumekit.conformance.p1 import damage_checks as damage
 from resumekit.conformance.p1 import effect_checks as effects
-from resumekit.conformance.p1 import origin_checks as origins
 from resumekit.conformance.p1 import renewal_checks as renewals
-from resumekit.conformance.p1 import submission_checks
 from resumekit.conformance.p1.checks import cache, cleanup, commit, failpoints, journal, processes, resume, submission
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
@@ -87,19 +85,23 @@ RULES: tuple[Rule, ...] = (
     Rule("processes.scratch_left", ("WRK-5",), processes.scratch_left, strict=True, moment=True),
     Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.rows),
     Rule("resume.phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.phases),
-    Rule("submission.side_effects", ("COMMIT-3", "KEY-1", "SUB-4", "TASK-2"), _story(effects.side_effect_checks)),
-    Rule("submission.backing", ("SUB-7",), _story(effects.submitted_backing)),
-    Rule("submission.exact_match", ("SUB-5",), _story(submission_checks.exact_match_checks)),
+    Rule("commit.pushed_once", ("COMMIT-3",), commit.pushed_once),
+    Rule("submission.sent", ("KEY-1", "SUB-4"), submission.sent),
+    Rule("submission.stored_result", ("TASK-2",), submission.stored_result),
+    Rule("submission.backing", ("SUB-7",), submission.backing),
+    Rule("submission.exact_match", ("SUB-5",), submission.exact_match),
     Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), resume.reuse),
-    Rule("submission.keys", ("KEY-1", "KEY-2"), _story(effects.key_checks)),
+    Rule("submission.keys", ("KEY-1", "KEY-2"), submission.keys),
     Rule("leases.lost", ("LEASE-4",), _story(effects.lease_checks)),
     Rule("leases.renewals", ("LEASE-3",), _story(renewals.renewal_checks)),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
-    Rule("commit.origins", ("COMMIT-2", "COMMIT-3"), _story(origins.origin_checks)),
+    Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
+    Rule("commit.origin_refs", ("COMMIT-3",), commit.origin_refs),
     Rule("processes.pacing", ("WRK-3",), processes.pacing),
     Rule("resume.open_attempts", ("RESUME-1",), resume.open_attempts),
     Rule("resume.stops", ("RESUME-5",), resume.stops),
-    Rule("convergence.idle", ("CACHE-1", "CACHE-4", "COMMIT-4", "LEASE-5"), _story(convergence.idle_checks), idle=True),
+    Rule("convergence.idle", ("CACHE-1", "CACHE-4", "LEASE-5"), _story(convergence.idle_checks), idle=True),
+    Rule("commit.left_open", ("COMMIT-4",), commit.left_open, idle=True),
     Rule("resume.reported", ("PHASE-4",), resume.reported, idle=True),
     Rule("cache.damaged", ("CACHE-4",), _story(damage.cache_damage_checks), idle=True),
     Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), journal.settings),
@@ -109,7 +111,7 @@ RULES: tuple[Rule, ...] = (
     Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),
     Rule("resume.second_worker_phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.second_worker_phases),
     Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), resume.second_worker_reuse),
-    Rule("submission.second_worker_backing", ("SUB-7",), _second(_story(effects.submitted_backing))),
+    Rule("submission.second_worker_backing", ("SUB-7",), submission.second_worker_backing),
     Rule("resume.second_worker_superseded", ("SCOPE-7",), resume.second_worker_superseded, strict=True),
     Rule("convergence.outcomes", ("COMMIT-3", "FPT-4", "OUT-2", "PHASE-4", "SCOPE-1", "SCOPE-3", "SUB-6"),
          lambda history, scenario: convergence.outcome_checks(scenario.expect, scenario.names, cast(Any, history))),

@@ -1,11 +1,14 @@
-"""The views the P1 rules share (``p1.views``), over the control plane's log as it was made: what each 409 answer
-to a submission carried (SUB-5), and the clock moves and lease events in order (LEASE-3)."""
+"""The values the P1 rules share: the views of ``p1.views`` over the control plane's log as it was made (what
+each 409 answer to a submission carried, SUB-5; the clock moves and lease events in order, LEASE-3) and the
+journal's model (``p1.model``), computed from values alone."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from resumekit.conformance.p1 import views
+from resumekit.conformance.p1 import model, views
+from tests.p1_stories import row
 
 TTL = 30_000
 
@@ -40,3 +43,24 @@ def test_the_log_keeps_clock_moves_and_lease_events_in_order() -> None:
     kinds = [(entry["kind"], entry["seq"]) for entry in views.lease_log(log)]
     assert kinds == [("lease", 2), ("clock", 3)]
     assert views.lease_log(log)[0]["lease"]["expires_at_ms"] == 5
+
+
+def test_the_journal_model_judges_plain_values() -> None:
+    # What the kit expects and compares, computed from values alone: no origin, no journal file.
+    blobs = [("100644", "README.md", b"hello\n"), ("100755", "bin/run", b"")]
+    assert model.capture_body("a" * 40, blobs) == {
+        "base_oid": "a" * 40,
+        "files": [{"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in blobs],
+        "kind": "source_capture",
+    }
+    commit = {"name": "kit", "email": "kit@resumekit.invalid", "timestamp": 1767225600, "message": "p1: t\n"}
+    person = "kit <kit@resumekit.invalid> 1767225600 +0000"
+    assert model.commit_text("t" * 40, "p" * 40, commit) == (
+        f"tree {'t' * 40}\nparent {'p' * 40}\nauthor {person}\ncommitter {person}\n\np1: t\n".encode()
+    )
+    before = {"a": ("dir",), "a/f": ("file", 1, 10, "h"), "gone": ("link", "x")}
+    after = {"a": ("dir",), "a/f": ("file", 1, 11, "h"), "new": ("dir",)}
+    assert model.tree_changes(before, after) == {"new": "created", "gone": "removed", "a/f": "changed"}
+    rows = [row(1, "claimed"), row(2, "workspace_prepared", workspace="task-x")]
+    assert model.Snapshot.of(rows[:1]).kept_by(model.Snapshot.of(rows))
+    assert not model.Snapshot.of(rows).kept_by(model.Snapshot.of(rows[1:]))

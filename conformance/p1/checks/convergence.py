@@ -1,7 +1,6 @@
-"""The P1 checks of where a scenario converged: what must hold once the worker is idle (LEASE-5, CACHE-4),
-and each task's expected outcome, the scenario's ``expect`` (FPT-4 and the clauses each count belongs to).
-
-Pure: the harness gathers the evidence; this module only judges it.
+"""Where a scenario converged (docs/spec/p1.md, section 13 and FPT-4): each task's expected outcome, the
+scenario's ``expect`` (FPT-4 and the clauses each count belongs to), and a worker that said idle while an
+attempt, neither terminal nor abandoned, still held its lease (OUT-2).
 """
 
 from __future__ import annotations
@@ -10,84 +9,38 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance.p1.canonical import result_hash
-from resumekit.conformance.p1.evidence_data import Evidence
-from resumekit.conformance.p1.evidence_data import mismatch as _m
-from resumekit.conformance.p1.model import COLUMNS, TERMINAL, Row, attempts
+from resumekit.conformance.p1.checks._shared import mismatch as _m
+from resumekit.conformance.p1.checks.story import Scenario, Story
+from resumekit.conformance.p1.model import TERMINAL, Row, attempts
 from resumekit.conformance.results import Mismatch
 
 
-def idle_checks(ev: Evidence) -> list[Mismatch]:
-    """What must hold once the worker is idle: leases released (LEASE-5), caches rebuilt (CACHE-4)."""
-    found = []
-    groups = attempts(ev.rows)
-    # Only the leases a terminal attempt recorded as its own: a lease the kit granted itself is not the worker's.
-    terminal = {row["lease_id"] for group in groups.values() if group[-1]["phase"] in TERMINAL for row in group}
-    for lease in ev.leases:
-        if lease.get("state") == "ACTIVE" and lease.get("lease_id") in terminal:
-            found.append(
-                _m(
-                    "LEASE-5",
-                    f"/leases/{lease.get('lease_id')}",
-                    "released",
-                    "ACTIVE",
-                    "a terminal attempt still holds its lease at idle",
-                )
-            )
-    last_of: dict[str, Row] = {}
-    for row in ev.rows:
-        last_of[row["task_id"]] = row
-    for task_id, row in sorted(last_of.items()):
-        status, cache = ev.caches.get(task_id, ("absent", None))
-        if status == "unreadable":
-            found.append(
-                _m(
-                    "CACHE-1",
-                    f"/caches/{task_id}",
-                    "a regular JSON file",
-                    cache,
-                    "the cache is not a regular JSON file the kit can read (what it found instead is told)",
-                )
-            )
-            continue
-        want = {"cache_version": 1, **{name: row[name] for name in COLUMNS}}
-        if status != "ok" or not isinstance(cache, dict) or {k: cache.get(k) for k in want} != want:
-            found.append(
-                _m(
-                    "CACHE-4",
-                    f"/caches/{task_id}",
-                    {"seq": row["seq"], "phase": row["phase"]},
-                    cache if status == "ok" else status,
-                    "the cache does not mirror the journal's last row at idle",
-                )
-            )
-    return found
-
-
-def outcome_checks(expect: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], ev: Evidence) -> list[Mismatch]:
+def outcomes(history: Story, scenario: Scenario) -> list[Mismatch]:
     """Each task's expected convergence (FPT-4, the scenario's `expect`)."""
+    expect, names = scenario.expect, scenario.names
     found = []
-    groups = attempts(ev.rows)
+    groups = attempts(history.rows)
     for name, outcome in expect.items():
         task_id = names[name]
         mine = [group for ident, group in groups.items() if ident[0] == task_id]
-        found += _task_outcome(task_id, f"/expect/{name}", outcome, mine, ev)
+        found += _task_outcome(task_id, f"/expect/{name}", outcome, mine, history)
     return found
 
 
 def _task_outcome(
-    task_id: str, where: str, outcome: Mapping[str, Any], mine: Sequence[Sequence[Row]], ev: Evidence
+    task_id: str, where: str, outcome: Mapping[str, Any], mine: Sequence[Sequence[Row]], history: Story
 ) -> list[Mismatch]:
     """One task's expected outcome; *mine* holds the rows of each of its attempts, in order."""
     final = mine[-1] if mine else []
     found = _final_outcome(where, outcome, final[-1] if final else None)
     if found and final:
-        found += _held_at_idle(where, final[-1], ev)
-    found += _control_plane_outcome(task_id, where, outcome, ev)
+        found += _held_at_idle(where, final[-1], history)
+    found += _control_plane_outcome(task_id, where, outcome, history)
     if "attempts" in outcome and len(mine) != outcome["attempts"]:
         found.append(_m("SCOPE-1", f"{where}/attempts", outcome["attempts"], len(mine), "attempts with rows"))
-    found += _side_effect_counts(task_id, where, outcome, ev)
+    found += _side_effect_counts(task_id, where, outcome, history)
     if isinstance(outcome.get("second_worker"), Mapping):
-        found += _second_outcome(task_id, f"{where}/second_worker", outcome["second_worker"], ev.second_rows)
+        found += _second_outcome(task_id, f"{where}/second_worker", outcome["second_worker"], history.second_rows)
     if "ended" in outcome:
         ended = [_ending(group[-1]) for group in mine]
         if ended != list(outcome["ended"]):
@@ -125,19 +78,19 @@ def _final_outcome(where: str, outcome: Mapping[str, Any], last: Row | None, jou
     return found
 
 
-def _held_at_idle(where: str, last: Row, ev: Evidence) -> list[Mismatch]:
+def _held_at_idle(where: str, last: Row, history: Story) -> list[Mismatch]:
     """OUT-2, told beside a task that did not converge: the worker said idle while the final attempt, not
     terminal, still held a lease that was never lost (LEASE-4), so the attempt was not abandoned either."""
-    if not ev.idle or last["phase"] in TERMINAL:
+    if not history.idle or last["phase"] in TERMINAL:
         return []
     lease_id = last["lease_id"]
     lost = any(
         entry["kind"] == "lease"
         and entry["lease"].get("lease_id") == lease_id
         and (entry["event"] == "revived" or entry["lease"].get("state") != "ACTIVE")
-        for entry in ev.lease_log
+        for entry in history.lease_log
     )
-    held = any(lease.get("lease_id") == lease_id and lease.get("state") == "ACTIVE" for lease in ev.leases)
+    held = any(lease.get("lease_id") == lease_id and lease.get("state") == "ACTIVE" for lease in history.leases)
     if lost or not held:
         return []
     return [
@@ -151,10 +104,10 @@ def _held_at_idle(where: str, last: Row, ev: Evidence) -> list[Mismatch]:
     ]
 
 
-def _control_plane_outcome(task_id: str, where: str, outcome: Mapping[str, Any], ev: Evidence) -> list[Mismatch]:
+def _control_plane_outcome(task_id: str, where: str, outcome: Mapping[str, Any], history: Story) -> list[Mismatch]:
     """The task's state at the control plane, and whether it stored the task's result."""
     found = []
-    facts = ev.tasks.get(task_id, {})
+    facts = history.tasks.get(task_id, {})
     if "state" in outcome and facts.get("state") != outcome["state"]:
         found.append(
             _m("FPT-4", f"{where}/state", outcome["state"], facts.get("state"), "the control plane's task state")
@@ -163,19 +116,19 @@ def _control_plane_outcome(task_id: str, where: str, outcome: Mapping[str, Any],
         stored: Mapping[str, Any] | None = facts.get("stored")
         ok = (
             stored is not None
-            and task_id in ev.expected
-            and stored.get("result_hash") == result_hash(ev.expected[task_id])
+            and task_id in history.expected
+            and stored.get("result_hash") == result_hash(history.expected[task_id])
         )
         if ok != outcome["stored"]:
             found.append(_m("FPT-4", f"{where}/stored", outcome["stored"], stored, "the control plane's stored result"))
     return found
 
 
-def _side_effect_counts(task_id: str, where: str, outcome: Mapping[str, Any], ev: Evidence) -> list[Mismatch]:
+def _side_effect_counts(task_id: str, where: str, outcome: Mapping[str, Any], history: Story) -> list[Mismatch]:
     """How many of the task's pushes the origin accepted, and how many submissions reached the control plane."""
     found = []
     if "pushes" in outcome:
-        accepted = [p for p in ev.pushes if p.get("accepted") and p.get("task_id") == task_id]
+        accepted = [p for p in history.pushes if p.get("accepted") and p.get("task_id") == task_id]
         if len(accepted) != outcome["pushes"]:
             found.append(
                 _m(
@@ -187,7 +140,7 @@ def _side_effect_counts(task_id: str, where: str, outcome: Mapping[str, Any], ev
                 )
             )
     if "submissions" in outcome:
-        sent = [s for s in ev.submissions if s["task_id"] == task_id]
+        sent = [s for s in history.submissions if s["task_id"] == task_id]
         if len(sent) != outcome["submissions"]:
             found.append(
                 _m(

@@ -85,9 +85,14 @@ def judged(
     expect: Mapping[str, Mapping[str, Any]] | None = None,
     names: Mapping[str, str] | None = None,
 ) -> list[Mismatch]:
-    """The findings of the rule *name* over *told*, in *profile*, as the verdict takes them."""
+    """The findings of the rule *name* over *told*, in *profile*, as the verdict takes them; each must carry one
+    of the clauses the rule's row lists (so every test of a rule checks its row too)."""
     scenario = Scenario(expect or {}, names or {}, profile)
-    return rules.named(name, told.story(profile), scenario)
+    found = rules.named(name, told.story(profile), scenario)
+    listed = rules.BY_NAME[name].clauses
+    for mismatch in found:
+        assert mismatch.clause in listed, f"{name} found {mismatch.clause!r}, which its row does not list: {listed}"
+    return found
 
 
 def clauses(found: Sequence[Mismatch]) -> list[str | None]:

@@ -26,7 +26,7 @@ from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.p1 import harness, world
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
-from resumekit.conformance.p1.checks import failpoints
+from resumekit.conformance.p1.checks import failpoints, rules
 from resumekit.conformance.p1.origin import create_origin
 from resumekit.conformance.runner import missing_claims
 from resumekit.reference.p1.control import Control, DiskFault
@@ -130,6 +130,9 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
     assert result["outcome"] == "failed", result
     cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
     assert cited & clauses, (bug, cited, result["message"])
+    # Every mismatch names the check that made it, a registered one (``resumekit list --checks``).
+    listed = {name for name, _, _ in rules.listing()}
+    assert {mismatch.get("check") for mismatch in result["mismatches"]} <= listed, result["mismatches"]
     verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert verdicts[gate] == "failed", verdicts
 

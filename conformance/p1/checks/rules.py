@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks import (
     cache,
+    campaigns,
     cleanup,
     commit,
     convergence,
@@ -115,6 +116,16 @@ RULES: tuple[Rule, ...] = (
          convergence.outcomes),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
+# The table's own findings: what ``capped`` leaves out of one clause, and a stop no rule judged.
+OWN: tuple[tuple[str, tuple[str | None, ...], str], ...] = (
+    ("rules.capped", (), "more than 20 findings of one clause: one more counts the rest, under that clause"),
+    ("rules.halt", (None,), "a scenario stopped where no rule judges, or that the full history could not record"),
+)
+
+
+def listing() -> list[tuple[str, tuple[str | None, ...], str]]:
+    """Every check a P1 mismatch can name (its ``check``): name, the clauses it may fail, and when it judges."""
+    return [(rule.name, rule.clauses, rule.when) for rule in RULES] + list(campaigns.CHECKS) + list(OWN)
 
 
 def _applies(rule: Rule, history: Story) -> bool:

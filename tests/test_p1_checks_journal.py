@@ -148,3 +148,33 @@ def test_attested_marks_name_what_was_taken_on_the_workers_word() -> None:
     marks = journal.attested(settings, ["after_claimed_row"])
     assert marks[0].startswith("JNL-5, JNL-6: synchronous and busy timeout of 2 journal connection(s) of w1")
     assert marks[1] == "FPT-2: that each block was at the site its name says (after_claimed_row)"
+
+
+# -- ADP-3: the answer and the journal log tell of the same connections -----------------------------------------
+
+
+def _answered(answer: list[dict[str, Any]], logged: list[dict[str, Any]] | None, **rest: Any) -> Told:
+    """w1 answered p1.journal.settings with *answer*; with p1.journal-log its log listed *logged* (None: no log)."""
+    told = Told().by("w1", "settings", connections=answer)
+    if logged is None:
+        return told.settings({"w1": answer})
+    return told.settings({"w1": logged}, logged=True, **rest)
+
+
+def test_an_answer_of_no_connection_beside_a_log_of_one_is_adp_3() -> None:
+    (found,) = judged("journal.answered_settings", _answered([], [GOOD]))
+    assert (found.clause, found.pointer, found.actual, found.event) == ("ADP-3", "/p1.journal/w1/answer", [], 0)
+    assert "w1 answered p1.journal.settings with no connection" in (found.note or "")
+    # The log alone passes JNL-5: only the contradiction shows the answer is false.
+    assert judged("journal.settings", _answered([], [GOOD])) == []
+
+
+def test_an_answer_the_log_bears_out_or_no_log_to_hold_it_to_passes() -> None:
+    assert judged("journal.answered_settings", Told()) == []
+    assert judged("journal.answered_settings", _answered([GOOD], [GOOD])) == []
+    assert judged("journal.answered_settings", _answered([], [])) == []  # no connection either way
+    assert judged("journal.answered_settings", _answered([], None)) == []  # no log: JNL-5's to judge
+    # A log the kit could not read is JNL-5's to judge; and a process never asked has no answer to hold.
+    unread = _answered([], [], unreadable={"w1": "line 1 is not JSON"})
+    assert judged("journal.answered_settings", unread) == []
+    assert judged("journal.answered_settings", Told().settings({"w1": [GOOD]}, logged=True)) == []

@@ -1,6 +1,6 @@
 """The checkpoint journal (docs/spec/p1.md, section 4): readable as JNL-1 says, what each row fills (JNL-2), no
-row rewritten (JNL-4), the journal connections' settings (JNL-5, JNL-6, as the worker attests them, ADP-3),
-and a fatal exit after a disk error (JNL-8).
+row rewritten (JNL-4), the journal connections' settings (JNL-5, JNL-6, as the worker attests them, ADP-3, its
+answers held to its journal log), and a fatal exit after a disk error (JNL-8).
 
 ``synchronous`` and the busy timeout are settings of a connection: only the worker can report them, so
 they are attested (ADP-3). The kit asks each process before it kills it at a failpoint, after an orderly
@@ -189,6 +189,28 @@ def _settings(settings: JournalSettings | None) -> list[Mismatch]:
             found += _connection(f"/p1.journal/{name}/connections/{index}", connection)
     found += _silent_writers(settings)
     found += _header(settings)
+    return found
+
+
+def answered_settings(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-3: with p1.journal-log, a process's answer to ``p1.journal.settings`` and its journal log both list
+    every connection it opened, so an answer of none beside a log of one contradicts itself (the log alone
+    would pass JNL-5). A process never asked, or whose log the kit could not read, is JNL-5's to judge."""
+    settings = history.settings
+    if settings is None or not settings.logged:
+        return []
+    answers = {event.actor: event for event in history.of(None, "settings")}  # each process's last answer
+    found = []
+    for name, event in answers.items():
+        logged = settings.reported.get(name, ())
+        if event.get("connections") or not logged or name in settings.unreadable:
+            continue
+        note = (
+            f"{name} answered p1.journal.settings with no connection, but its journal log lists {len(logged)} "
+            "it opened: the answer contradicts the log"
+        )
+        expected = f"the {len(logged)} connection(s) its journal log lists"
+        found.append(Mismatch(f"/p1.journal/{name}/answer", expected, [], "ADP-3", note, event=event.seq))
     return found
 
 

@@ -104,6 +104,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cache.at_idle", ("CACHE-1", "CACHE-4"), cache.at_idle, idle=True),
     Rule("cache.damaged", ("CACHE-4",), cache.damaged, idle=True),
     Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), journal.settings),
+    Rule("journal.answered_settings", ("ADP-3",), journal.answered_settings),
     Rule("cleanup.decoys", ("CLEAN-2",), cleanup.decoys),
     Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
     Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),

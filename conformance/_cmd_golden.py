@@ -58,7 +58,23 @@ def _spec_clauses(kit_side: bool | None = None, kinds: Sequence[str] | None = No
     return clauses
 
 
+def _list_checks(kinds: Sequence[str], stdout: IO[str]) -> int:
+    """Every check the mismatches of the contracts of *kinds* can name: name, clauses, and when it judges."""
+    count = 0
+    for contract in contracts.registered():
+        if contract.checks is None or not any(kind.name in kinds for kind in contract.kinds):
+            continue
+        for name, clauses, when in contract.checks():
+            cited = ", ".join("no clause" if clause is None else clause for clause in clauses) or "any clause"
+            stdout.write(f"{name:<34} {cited}  ({when})\n")
+            count += 1
+    stdout.write(f"{count} check(s)\n")
+    return EXIT_CERTIFIED
+
+
 def cmd_list(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    if arguments.checks:
+        return _list_checks(tuple(arguments.kind) if arguments.kind else contracts.kind_names(), stdout)
     suite = _suite(arguments, stderr)
     if suite is None:
         return EXIT_USAGE

@@ -278,7 +278,8 @@ def _list_parser(commands: Any) -> None:
         commands,
         "list",
         "list the cases with their kind, profile and clauses",
-        "  resumekit list --only 'crash-*'\n  resumekit list --kind p1\n  resumekit list --clauses --kind p1",
+        "  resumekit list --only 'crash-*'\n  resumekit list --kind p1\n  resumekit list --clauses --kind p1\n"
+        "  resumekit list --checks",
         f"exit codes:\n  {EXIT_CERTIFIED}    listed\n  {EXIT_USAGE}    usage error or a broken fixture",
     )
     _golden_option(listing)
@@ -293,6 +294,11 @@ def _list_parser(commands: Any) -> None:
         help="list only cases of these kinds (repeatable; every kind, the opt-in ones included, when not given)",
     )
     listing.add_argument("--clauses", action="store_true", help="list each spec clause and the cases that cite it")
+    listing.add_argument(
+        "--checks",
+        action="store_true",
+        help="list the checks a mismatch can name (its `check`): each with its clauses and when it judges",
+    )
 
 
 def _show_parser(commands: Any) -> None:

@@ -106,6 +106,9 @@ class Contract:
     # Clauses of the binding documents that bind the kit itself (what it serves, how it gathers evidence):
     # no case has to cite them, and `list --clauses` says so.
     kit_clauses: tuple[str, ...] = ()
+    # The checks its results' mismatches name (their ``check``), each as (name, clauses, when), for
+    # ``resumekit list --checks``; called when listed, so the contract's value stays cheap to import.
+    checks: Callable[[], Sequence[tuple[str, tuple[str | None, ...], str]]] | None = None
 
     def kind(self, name: str) -> Kind | None:
         """The kind called *name*, or None."""

@@ -24,9 +24,9 @@ import yaml
 
 from resumekit.conformance._resources import golden_dir
 from resumekit.conformance.fixtures import load_suite
-from resumekit.conformance.p1 import evidence_checks as checks
 from resumekit.conformance.p1 import harness, world
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
+from resumekit.conformance.p1.checks import failpoints, rules
 from resumekit.conformance.p1.origin import create_origin
 from resumekit.conformance.runner import missing_claims
 from resumekit.reference.p1.control import Control, DiskFault
@@ -130,6 +130,9 @@ def test_a_broken_worker_fails_the_case_that_attacks_its_bug(
     assert result["outcome"] == "failed", result
     cited = {mismatch.get("clause") for mismatch in result["mismatches"]}
     assert cited & clauses, (bug, cited, result["message"])
+    # Every mismatch names the check that made it, a registered one (``resumekit list --checks``).
+    listed = {name for name, _, _ in rules.listing()}
+    assert {mismatch.get("check") for mismatch in result["mismatches"]} <= listed, result["mismatches"]
     verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert verdicts[gate] == "failed", verdicts
 
@@ -354,8 +357,8 @@ def test_a_soak_schedule_is_a_function_of_its_seed_and_a_prefix_of_a_longer_one(
 
 def test_every_failpoint_of_the_catalog_is_known_to_the_any_check() -> None:
     catalog = yaml.safe_load((golden_dir() / "p1" / "failpoints.yaml").read_text(encoding="utf-8"))
-    assert all(checks.known_failpoint(point["name"]) for point in catalog["worker"])
-    assert not checks.known_failpoint("after_lunch_row")
+    assert all(failpoints.known_failpoint(point["name"]) for point in catalog["worker"])
+    assert not failpoints.known_failpoint("after_lunch_row")
 
 
 def test_disk_fault_scenarios_are_not_claimed_without_the_capability() -> None:

@@ -118,6 +118,20 @@ def test_list_shows_cases_and_every_clause_with_its_cases() -> None:
     assert not bare, "a clause no fixture cites"
 
 
+def test_list_checks_shows_every_check_a_mismatch_can_name_with_its_clauses_and_when() -> None:
+    from resumekit.conformance.p1.checks import rules
+
+    code, out, _ = _cli("list", "--checks")
+    lines = out.splitlines()
+    assert code == EXIT_CERTIFIED and lines[-1] == f"{len(rules.listing())} check(s)"
+    assert [line.split()[0] for line in lines[:-1]] == [name for name, _, _ in rules.listing()]
+    settings = next(line for line in lines if line.startswith("journal.settings "))
+    assert "ADP-1, JNL-5, JNL-6" in settings and "(at the end)" in settings
+    assert "strict profile only" in next(line for line in lines if line.startswith("resume.superseded "))
+    code, out, _ = _cli("list", "--checks", "--kind", "decision")  # Phase 0's results name no check
+    assert code == EXIT_CERTIFIED and out == "0 check(s)\n"
+
+
 def test_list_narrowed_to_kinds_shows_only_their_cases_and_clauses() -> None:
     code, out, _ = _cli("list", "--kind", "p1")
     cases = [line.split()[0] for line in out.splitlines()[:-1] if line.strip()]

@@ -3,7 +3,6 @@ worker is never given, a request without it is refused and logged, and the case 
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import json
 import os
@@ -17,10 +16,11 @@ from typing import Any
 import pytest
 
 from resumekit.conformance.p1 import _tool
+from resumekit.conformance.p1.checks import rules
+from resumekit.conformance.p1.checks.story import Scenario
 from resumekit.conformance.p1.control_plane.requests import is_kit_call
 from resumekit.conformance.p1.control_plane.server import ControlPlane
-from resumekit.conformance.p1.evidence_checks import Evidence, judge, kit_path_checks
-from resumekit.conformance.p1.views import kit_calls as _kit_calls
+from tests.p1_stories import Told, judged
 
 KIT_PATHS = ("_kit/origin/check", "_kit/origin/updated", "_kit/tool/started")
 # Bodies with exactly the members each kit endpoint takes: a forged call is refused for its path, not its body.
@@ -57,11 +57,12 @@ def _post(cp: ControlPlane, path: str, body: Any) -> tuple[int, dict[str, Any]]:
         connection.close()
 
 
-def _evidence(**over: Any) -> Evidence:
-    """Evidence of a scenario that left nothing behind but what *over* gives."""
-    bare = Evidence(rows=(), snapshots=(), submissions=(), tasks={}, leases=(), pushes=(), commits={}, expected={},
-                    caches={}, idle=False, settings=None, decoy_changed=False)
-    return dataclasses.replace(bare, **over)
+def _told(cp: ControlPlane) -> Told:
+    """A history holding the control plane's log as it was made: the refused calls among its entries."""
+    told = Told()
+    for entry in cp.log():
+        told.logged(**entry)
+    return told
 
 
 def _forgeries(cp: ControlPlane, path: str) -> list[str]:
@@ -111,12 +112,12 @@ def test_the_kits_own_call_carries_the_secret_and_is_served(cp: ControlPlane, tm
 
 
 def test_a_call_to_a_kit_path_fails_the_case_on_cp22_naming_the_path(cp: ControlPlane) -> None:
-    assert kit_path_checks(_evidence()) == []  # no such call: nothing to fail
-    assert kit_path_checks(_evidence(kit_calls=_kit_calls(cp.log()))) == []
+    assert judged("processes.kit_paths", Told()) == []  # no such call: nothing to fail
+    assert judged("processes.kit_paths", _told(cp)) == []
     _post(cp, "/w/w1/_kit/origin/check", BODIES["_kit/origin/check"])
     _post(cp, "/w/w1/_kit/tool/started", BODIES["_kit/tool/started"])
     _post(cp, f"/_kit/{_secret(cp)}x/tool/started", BODIES["_kit/tool/started"])
-    found = kit_path_checks(_evidence(kit_calls=_kit_calls(cp.log())))
+    found = judged("processes.kit_paths", _told(cp))
     assert [(m.clause, m.pointer, m.actual) for m in found] == [
         ("CP-22", "/control-plane/kit-paths", "POST _kit/<secret>x/tool/started"),
         ("CP-22", "/control-plane/kit-paths/w1", "POST _kit/origin/check"),
@@ -124,8 +125,8 @@ def test_a_call_to_a_kit_path_fails_the_case_on_cp22_naming_the_path(cp: Control
     assert "2 request(s)" in str(found[1].note) and "'w1'" in str(found[1].note)
     assert not any(_secret(cp) in f"{m.actual} {m.note}" for m in found)
     # The verdict carries it: a scenario with such a call does not pass.
-    clauses = [m.clause for m in judge({}, {}, _evidence(kit_calls=_kit_calls(cp.log())))]
-    assert clauses.count("CP-22") == 2
+    verdict = rules.judge(_told(cp).story(), Scenario({}, {}))
+    assert [m.clause for m in verdict].count("CP-22") == 2
 
 
 def test_the_tool_reads_its_announce_url_only_from_a_small_regular_file(tmp_path: Path) -> None:

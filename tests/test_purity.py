@@ -39,24 +39,10 @@ PURE_MODULES = (
     "resumekit.conformance.canonical",
     "resumekit.conformance.results",
     "resumekit.conformance.phase0.ledger_damage",
-    "resumekit.conformance.p1.pacing_checks",
     "resumekit.conformance.phase0.plan_checks",
     "resumekit.conformance.p1.canonical",
-    "resumekit.conformance.p1.convergence_checks",
-    "resumekit.conformance.p1.damage_checks",
-    "resumekit.conformance.p1.effect_checks",
-    "resumekit.conformance.p1.evidence_checks",
-    "resumekit.conformance.p1.evidence_data",
     "resumekit.conformance.p1.gates",
-    "resumekit.conformance.p1.log_views",
     "resumekit.conformance.p1.model",
-    "resumekit.conformance.p1.moment_checks",
-    "resumekit.conformance.p1.origin_checks",
-    "resumekit.conformance.p1.renewal_checks",
-    "resumekit.conformance.p1.resume_checks",
-    "resumekit.conformance.p1.row_checks",
-    "resumekit.conformance.p1.settings_checks",
-    "resumekit.conformance.p1.submission_checks",
     "resumekit.conformance.powerloss.model",
     "resumekit.conformance.events",
     "resumekit.conformance.p1.views",
@@ -451,7 +437,7 @@ def test_a_pure_module_imports_nothing_that_does_io(module: str) -> None:
 
 
 def test_the_walk_follows_the_kits_own_imports() -> None:
-    reached = walk("resumekit.conformance.p1.evidence_checks", _installed).reached
+    reached = walk("resumekit.conformance.p1.checks.rules", _installed).reached
     for module in (
         "resumekit.conformance.p1.model",
         "resumekit.conformance.p1.control_plane.state",

@@ -94,6 +94,13 @@ def gate_rows(results: Sequence[CaseResult], profile: str) -> tuple[Mapping[str,
     return tuple(rows)
 
 
+def checks() -> list[tuple[str, tuple[str | None, ...], str]]:
+    """Every check a P1 mismatch can name: the table of rules, the campaigns' checks and the table's own."""
+    from resumekit.conformance.p1.checks import rules
+
+    return rules.listing()
+
+
 CONTRACT = Contract(
     name="p1",
     title="P1",
@@ -106,6 +113,7 @@ CONTRACT = Contract(
     summary=GATES,
     summarize=gate_rows,
     extra_capabilities=step_capabilities,
+    checks=checks,
     # The task's format is the control plane's to serve (the kit's), and EVID-1 to EVID-4 say how the kit
     # gathers evidence: a worker can break none of them.
     kit_clauses=("TASK-1", "EVID-1", "EVID-2", "EVID-3", "EVID-4"),

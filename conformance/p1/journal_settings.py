@@ -2,7 +2,7 @@
 
 Each process's answers to ``p1.journal.settings`` (kept by the worker handle), its journal log where the
 adapter claims ``p1.journal-log``, the processes during whose life the journal grew, and the journal
-file's header; ``settings_checks`` judges them.
+file's header; ``checks.journal.settings`` judges them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resumekit.conformance.p1 import evidence, views
-from resumekit.conformance.p1.evidence_data import JournalSettings
+from resumekit.conformance.p1.checks.story import JournalSettings
 
 if TYPE_CHECKING:
     from resumekit.conformance.p1.worker import Worker

@@ -86,6 +86,14 @@ def attempts(rows: Sequence[Row]) -> dict[tuple[Any, ...], list[Row]]:
     return grouped
 
 
+def open_attempts(rows: Sequence[Row]) -> list[Row]:
+    """The last row of every attempt whose last row is not terminal, in the order of their first rows."""
+    last: dict[tuple[Any, Any], Row] = {}
+    for row in rows:
+        last[(row["task_id"], row["attempt"])] = row  # dicts keep the order of first insertion
+    return [row for row in last.values() if row["phase"] not in TERMINAL]
+
+
 def capture_body(base_oid: str, blobs: Iterable[tuple[str, str, bytes]]) -> dict[str, Any]:
     """The result body TASK-3 demands of a source capture, from the base commit's (mode, path, bytes) blobs."""
     files = [{"path": path, "sha256": hashlib.sha256(data).hexdigest()} for _, path, data in blobs]

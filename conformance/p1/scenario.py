@@ -29,9 +29,9 @@ from resumekit.conformance.events import for_report
 from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.history import ReportBudget
 from resumekit.conformance.keep import Keeper
-from resumekit.conformance.p1 import evidence, evidence_checks, journal_settings, kept, verbs
+from resumekit.conformance.p1 import evidence, journal_settings, kept, verbs
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
-from resumekit.conformance.p1.checks import rules
+from resumekit.conformance.p1.checks import journal, rules
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.control_plane.faults import FaultError
 from resumekit.conformance.p1.control_plane.server import ControlPlane
@@ -327,7 +327,7 @@ def _verdict(drive: verbs.Drive, complete: bool) -> CaseResult:
     verdict = rules.judge(story, scenario) if complete else rules.judge_moments(story, scenario)
     found = verdict
     mismatches = tuple(rules.capped(found))
-    marks = evidence_checks.attested(story.settings if complete else None, world.blocked_at)
+    marks = journal.attested(story.settings if complete else None, world.blocked_at)
     if mismatches:
         headline = f"{len(found)} check(s) failed"
         # A survivor of a killed worker is named in the message itself: the paths say what it did.

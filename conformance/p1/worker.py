@@ -23,9 +23,10 @@ from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Re
 from resumekit.conformance.adapters.factory import with_marker
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import _tool, evidence, evidence_checks
+from resumekit.conformance.p1 import _tool, evidence
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.p1.model import open_attempts
 from resumekit.conformance.p1.views import served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World
 from resumekit.conformance.powerloss import LayerError, PowerLayer
@@ -175,7 +176,7 @@ class Worker:
             self.name, "started", pid=pid, failpoint=fields.get("failpoint"), diskFault=self.disk_fault,
             tool=self.tool, listing=listing, rowsAtStart=len(rows),
             # RESUME-1: the attempts its journal held open, each by its last row
-            openAtStart=[dict(row) for row in evidence_checks.open_attempts(rows)],
+            openAtStart=[dict(row) for row in open_attempts(rows)],
         )
         if self.primary:
             self.world.kill_current = self._kill_now

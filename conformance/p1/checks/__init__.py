@@ -14,7 +14,10 @@ Two moments to judge:
   wait that never ended); when one fails, the run stops there and its mismatches are the verdict.
 - every rule judges a run that took all its steps, over the whole history.
 
-The sections: ``journal`` (JNL), ``cache`` (CACHE), ``resume`` (PHASE, RESUME, SCOPE), ``submission`` (KEY,
-SUB), ``commit`` (COMMIT and the origin's CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN and the
-decoys), ``processes`` (WRK, CRASH-2, ADP), ``convergence`` (OUT, FPT and each task's expected outcome).
+The sections, each the module of the spec's section whose clauses it enforces: ``journal`` (JNL, with the
+JNL-5/JNL-6 settings the worker attests), ``cache`` (CACHE), ``resume`` (PHASE, SCOPE, RESUME), ``submission``
+(KEY, SUB, TASK-2), ``commit`` (COMMIT and the origins' CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN),
+``processes`` (WRK, CRASH-2, ADP, CP-22), ``convergence`` (OUT and each task's expected outcome, FPT-4),
+``failpoints`` (FPT-1, FPT-2 and the catalog), and ``campaigns`` (FPT-4, FPT-5 of a crash matrix or a soak);
+``_shared`` holds the little they share. ``resumekit list --checks`` lists every rule.
 """

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from resumekit.conformance.results import Mismatch
 
+# Every campaign check, as ``resumekit list --checks`` lists it: its name, the clauses it may fail, and when.
+CHECKS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("campaigns.matrix_visited_nothing", ("FPT-5",), "a crash matrix whose loop ended with no point visited"),
+    ("campaigns.matrix_never_ends", ("FPT-5",), "a crash matrix still reaching new points at its limit"),
+    ("campaigns.first_never_reached", ("FPT-2",), "a crash matrix whose named first crash point was never reached"),
+    ("campaigns.soak_vacuous", ("FPT-5", "FPT-4"), "a soak that converged"),
+)
+
 
 def matrix_visited_nothing(armed: str, blocks: int) -> Mismatch:
     """FPT-5: a matrix whose loop ended without one converged run at a crash point."""

@@ -1,5 +1,5 @@
 """Failpoints (docs/spec/p1.md, section 14): a worker blocks at the site armed, in the durable state its
-catalog names there (FPT-1, FPT-2).
+catalog names there (FPT-1, FPT-2); and the catalog itself: which names are sites, and what is durable at each.
 
 The harness records each block (``blocked``: the site the worker named, the one armed, and what the kit
 read as it stood there: the task's rows, the last row of every attempt, the cache and any temporaries).
@@ -7,11 +7,25 @@ read as it stood there: the task's rows, the last row of every attempt, the cach
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from resumekit.conformance.p1.checks.story import Scenario, Story
-from resumekit.conformance.p1.moment_checks import failpoint_state, known_failpoint
+from resumekit.conformance.p1.model import RANKS, Row
 from resumekit.conformance.results import Mismatch
 
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
+# The phase a failpoint's site names, and what must be durable there (FPT-1), as (phase, where).
+_SITES = ("before_{}_row", "after_{}_row", "before_{}_cache", "after_{}_cache")
+# The worker failpoints that surround no row (FPT-1).
+OTHER_FAILPOINTS = (
+    "cleanup_before_remove",
+    "before_push",
+    "before_receipt",
+    "before_result_submit",
+    "before_report",
+    "before_release",
+)
 
 
 def block(history: Story, scenario: Scenario) -> list[Mismatch]:
@@ -41,3 +55,111 @@ def block(history: Story, scenario: Scenario) -> list[Mismatch]:
             note = f"blocked at {name}, but {problem}"
             found.append(Mismatch("/wait/observed", name, problem, clause, note, event=event.seq))
     return found
+
+
+def known_failpoint(name: str) -> bool:
+    """Whether *name* is a worker failpoint of the catalog (FPT-1)."""
+    return failpoint_site(name) is not None or name in OTHER_FAILPOINTS
+
+
+def failpoint_site(name: str) -> tuple[str, str] | None:
+    """(phase, site) for a row or cache failpoint name, or None for the other failpoints."""
+    for site in _SITES:
+        prefix, suffix = site.split("{}")
+        if name.startswith(prefix) and name.endswith(suffix):
+            phase = name[len(prefix) : len(name) - len(suffix)]
+            if phase in RANKS or phase == "reconciliation_required":
+                return phase, site
+    return None
+
+
+# What the journal's latest row of the task is at each failpoint that surrounds no row (FPT-1's second
+# table), and the clause that orders that row before the side effect the failpoint precedes: a worker
+# blocked there without the row has broken that clause, so the mismatch names it. None: nothing of the
+# journal is named there (cleanup_before_remove: "unchanged", attested).
+OTHER_DURABLE: Mapping[str, tuple[frozenset[str], str] | None] = {
+    "cleanup_before_remove": None,
+    "before_push": (frozenset({"verification_passed"}), "COMMIT-1"),
+    "before_receipt": (frozenset({"commit_done"}), "COMMIT-5"),
+    "before_result_submit": (frozenset({"result_pending"}), "SUB-1"),
+    "before_report": (frozenset({"reconciliation_required"}), "OUT-1"),
+    "before_release": (frozenset({"result_submitted", "reconciliation_required"}), "LEASE-5"),
+}
+
+Cache = tuple[str, Any]  # (absent | torn | unreadable | ok, content), as the harness read a cache or a temporary
+
+
+def failpoint_state(
+    name: str,
+    rows: Sequence[Row],
+    temporaries: Sequence[Cache] = (),
+    cache: Cache = ("absent", None),
+    attempts: Sequence[Row] | None = None,
+) -> tuple[str, str] | None:
+    """(why, clause) when the durable state does not match what FPT-1 says holds at *name*, or None.
+
+    *rows* are the journal's rows of the task the worker is at (the task of its latest row), *cache* that
+    task's cache and *temporaries* every cache temporary in ``tasks/``, each read by the harness; *attempts*
+    the last row of every attempt of the journal (default: the latest row), since a failpoint beside the
+    rows may be reached for another attempt than the latest row's (a restart releases the lease of a
+    terminal attempt before it resumes the open one). The clause
+    is FPT-2 unless a more precise rule is broken: CACHE-2 for a cache ahead of its journal, and at the
+    failpoints beside the rows the rule that puts the row before the side effect.
+    """
+    found = failpoint_site(name)
+    last = rows[-1] if rows else None
+    if found is None:
+        wanted = OTHER_DURABLE.get(name)
+        candidates = attempts if attempts is not None else rows[-1:]
+        if wanted is None or any(row["phase"] in wanted[0] for row in candidates):
+            return None
+        phases, clause = wanted
+        latest = sorted({row["phase"] for row in candidates})
+        return f"no attempt's last row is {' or '.join(sorted(phases))} (the last rows: {latest!r})", clause
+    phase, site = found
+    ahead = _cache_ahead(cache, last)
+    if site == "before_{}_row":
+        if last is not None and last["phase"] == phase:
+            return f"the journal already holds a {phase} row as its latest", "FPT-2"
+        return ahead
+    if last is None or last["phase"] != phase:
+        return f"the journal's latest row is {last['phase'] if last else None!r}, not {phase!r}", "FPT-2"
+    return ahead or _cache_problem(phase, site, last, temporaries, cache)
+
+
+def _cache_problem(
+    phase: str, site: str, last: Row, temporaries: Sequence[Cache], cache: Cache
+) -> tuple[str, str] | None:
+    """What FPT-1 says of the cache and its temporary at a row's site, once the row itself matched."""
+    shows = _shows(cache, last)
+    if site == "after_{}_row" and shows:
+        # Written before this site: before its row's commit, the likely bug, or the failpoint is misplaced.
+        note = f"the cache already shows the {phase} row: it must still show the previous row or be absent"
+        return f"{note} (was it written before its row's commit?)", "CACHE-2"
+    if site == "before_{}_cache":
+        if shows:
+            return f"the cache already shows the {phase} row before its temporary was renamed", "FPT-2"
+        if not any(_shows(temporary, last) for temporary in temporaries):
+            return f"no cache temporary in tasks/ holds the {phase} row of task {last['task_id']!r}", "FPT-2"
+    if site == "after_{}_cache" and not shows:
+        return f"the cache does not show the {phase} row of task {last['task_id']!r}", "FPT-2"
+    return None
+
+
+def _shows(cache: Cache, row: Row) -> bool:
+    """Whether a cache (or temporary) holds *row*: its task, seq and phase (CACHE-1)."""
+    status, content = cache
+    if status != "ok" or not isinstance(content, Mapping):
+        return False
+    return all(content.get(column) == row[column] for column in ("task_id", "seq", "phase"))
+
+
+def _cache_ahead(cache: Cache, last: Row | None) -> tuple[str, str] | None:
+    """CACHE-2: a cache is never ahead of its journal; why it is, or None."""
+    status, content = cache
+    if status != "ok" or not isinstance(content, Mapping):
+        return None
+    seq = content.get("seq")
+    if last is None or (isinstance(seq, int) and not isinstance(seq, bool) and seq > last["seq"]):
+        return f"the cache names seq {seq!r}, ahead of the journal: the journal commit comes first", "CACHE-2"
+    return None

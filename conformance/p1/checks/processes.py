@@ -1,5 +1,6 @@
 """The worker's processes (docs/spec/p1.md, sections 1 and 15): what the adapter reports of them, how they end
-(WRK-3, ADP-2, CRASH-2), and what outlives them (WRK-5).
+(WRK-3, ADP-2, CRASH-2), what outlives them (WRK-5), how often they claim (WRK-3), and the kit's own paths they
+must not call (p1-control-plane.md CP-22).
 
 The harness records what a worker process answered or did when the scenario could not go on from it: a
 reply that is no object, a pid the kit may not kill, a state other than the one waited for, a wait that
@@ -9,12 +10,20 @@ never ended, an idle worker that never claimed, a kill whose exit marker was wri
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import views
+from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
-from resumekit.conformance.p1.moment_checks import tool_problems, watch_problems
 from resumekit.conformance.results import Mismatch
+
+# A claim may come a little sooner than retry_after_ms after the empty answer's arrival: timers of some
+# runtimes fire up to a millisecond early, and the answer's own latency is not the worker's to wait out.
+TOLERANCE = 0.75
 
 
 def _seen(history: Story, kind: str) -> list[Event]:
@@ -114,14 +123,14 @@ def tool(history: Story, scenario: Scenario) -> list[Mismatch]:
     announced = [entry for entry in history.log if entry.get("kind") == "tool_started"]
     world = views.last_of(history.events, "kit", "world")
     root = str(world.get("workspaceRoot")) if world is not None else ""
-    return tool_problems(announced, root)
+    return _tool_problems(announced, root)
 
 
 def watch(history: Story, scenario: Scenario) -> list[Mismatch]:
     """WRK-5: nothing the root held when the next worker started changed after its first request."""
     found = []
     for event in history.of("watch", "changes"):
-        found += [dataclasses.replace(m, event=event.seq) for m in watch_problems(event.get("changes", {}))]
+        found += [dataclasses.replace(m, event=event.seq) for m in _watch_problems(event.get("changes", {}))]
     return found
 
 
@@ -150,3 +159,100 @@ def scratch_left(history: Story, scenario: Scenario) -> list[Mismatch]:
         note = f"the kit could not remove the scenario's folder once every process of the case had ended: {left}"
         found.append(Mismatch("/scratch", "the scenario's folder removed", left, "WRK-5", note, event=event.seq))
     return found
+
+
+def kit_paths(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """CP-22: a worker never calls the kit's own paths. The kit's callers carry the control plane's secret, which
+    the worker is never given, so every request the control plane refused for a ``_kit/`` path without it is a
+    worker's: one finding per base URL it came through, naming the first path called (as the log shows it,
+    any secret as ``<secret>``) and how many there were. Refused is not harmless: a worker that forges the
+    origin's or the tool's calls is probing for a way around the governed push."""
+    by_worker: dict[str | None, list[Mapping[str, Any]]] = {}
+    for call in history.kit_calls:
+        worker = call.get("worker")
+        by_worker.setdefault(None if worker is None else str(worker), []).append(call)
+    found = []
+    for worker, calls in sorted(by_worker.items(), key=lambda item: (item[0] is not None, item[0] or "")):
+        first = f"{calls[0].get('method')} {calls[0].get('path')}"
+        where = "outside any worker's base URL" if worker is None else f"through the base URL of {worker!r}"
+        pointer = "/control-plane/kit-paths" + ("" if worker is None else f"/{worker}")
+        note = (
+            f"{len(calls)} request(s) to the kit's own paths {where}, which a worker must not call, "
+            f"the first {first!r}; the control plane refused them"
+        )
+        found.append(_m("CP-22", pointer, "no request to a _kit/ path", first, note))
+    return found
+
+
+def pacing(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """WRK-3 over every worker process's claims: after an empty one, the next comes no sooner than allowed."""
+    by_worker: dict[str, list[Mapping[str, Any]]] = {}
+    for claim in history.claims:
+        by_worker.setdefault(str(claim.get("worker")), []).append(claim)
+    found: list[Mismatch] = []
+    for worker, claims in sorted(by_worker.items()):
+        found += _gaps(worker, claims, history.retry_after_ms)
+    return found
+
+
+def _gaps(worker: str, claims: Sequence[Mapping[str, Any]], retry_after_ms: int) -> list[Mismatch]:
+    """The WRK-3 finding for one worker process's claims, in order: one mismatch, however many early."""
+    early: list[float] = []
+    for earlier, later in itertools.pairwise(claims):
+        if not earlier.get("empty"):
+            continue
+        before, after = earlier.get("arrived_ms"), later.get("arrived_ms")
+        if not isinstance(before, (int, float)) or not isinstance(after, (int, float)):
+            return [
+                _m(
+                    "WRK-3",
+                    f"/workers/{worker}/claims",
+                    "each claim's arrival time",
+                    None,
+                    "a claim's arrival went unrecorded",
+                )
+            ]
+        if after - before < TOLERANCE * retry_after_ms:
+            early.append(after - before)
+    if not early:
+        return []
+    # Claims sent side by side are logged as they are answered, so one may have arrived before the one
+    # logged ahead of it: no claim came sooner than at once.
+    soonest = max(0.0, min(early))
+    at_once = sum(gap <= 0 for gap in early)
+    note = (
+        f"{len(early)} claim(s) came sooner than retry_after_ms ({retry_after_ms} ms) after a claim answered "
+        f"without a task, the soonest after {soonest:.1f} ms"
+        + (f"; {at_once} of them while an earlier one was still being answered" if at_once else "")
+    )
+    return [_m("WRK-3", f"/workers/{worker}/claims", f">= {retry_after_ms} ms between claims", round(soonest, 1), note)]
+
+
+def _tool_problems(announced: Sequence[Mapping[str, Any]], root: str) -> list[Mismatch]:
+    """The kit's tool ran, in a workspace directly under the (resolved) workspace root (ADP-2, WRK-4):
+    without it the WRK-5 watch would prove nothing."""
+    if not announced:
+        return [_m("ADP-2", "/tool", "the tool started in a workspace", None,
+                   "the kit's tool never announced itself: the worker did not run it")]
+    problems = []
+    for entry in announced:
+        cwd = entry.get("cwd")
+        where = PurePath(cwd) if isinstance(cwd, str) else None
+        if where is None or where.parent != PurePath(root) or not where.name.startswith("task-"):
+            problems.append(_m("ADP-2", "/tool/cwd", f"a task- workspace directly under {root}", cwd,
+                               "the kit's tool ran outside a workspace of the workspace root"))
+    return problems
+
+
+def _watch_problems(changes: Mapping[str, str], shown: int = 8) -> list[Mismatch]:
+    """WRK-5: nothing the root held when the next worker started changed after its first request."""
+    if not changes:
+        return []
+    paths = sorted(changes)
+    listed = ", ".join(f"{path} ({changes[path]})" for path in paths[:shown])
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    note = (
+        f"{len(paths)} path(s) under the workspace root changed after the next worker's startup cleanup, so a "
+        f"process the killed worker started outlived it: {listed}{more}"
+    )
+    return [_m("WRK-5", "/workspace-root/after-restart", "no change", {p: changes[p] for p in paths[:shown]}, note)]

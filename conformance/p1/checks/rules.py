@@ -11,19 +11,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
 from resumekit.conformance.events import Event
-from resumekit.conformance.p1 import convergence_checks as convergence
-from resumekit.conformance.p1 import damage_checks as damage
-from resumekit.conformance.p1 import effect_checks as effects
-from resumekit.conformance.p1 import origin_checks as origins
-from resumekit.conformance.p1 import pacing_checks as pacing
-from resumekit.conformance.p1 import renewal_checks as renewals
-from resumekit.conformance.p1 import resume_checks, submission_checks
-from resumekit.conformance.p1 import row_checks as row
-from resumekit.conformance.p1 import settings_checks as settings
-from resumekit.conformance.p1.checks import cache, cleanup, commit, failpoints, journal, processes, resume, submission
+from resumekit.conformance.p1.checks import (
+    cache,
+    campaigns,
+    cleanup,
+    commit,
+    convergence,
+    failpoints,
+    journal,
+    leases,
+    processes,
+    resume,
+    submission,
+)
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
 
@@ -36,34 +38,24 @@ class Rule:
     """One check of the table: its name (``<section>.<check>``), the clauses it may fail, and when it judges."""
 
     name: str
-    clauses: tuple[str, ...]
+    clauses: tuple[str | None, ...]  # None: a finding of no clause, which fails only the scenario's own gates
     check: Check
     at_stop: bool = False  # also judged as the run goes: a failure stops the scenario there
     strict: bool = False  # only in the strict profile
     idle: bool = False  # only when the run ended with the worker idle
     moment: bool = False  # judges what was seen as the run went: judged too when the end could not be read
 
-
-def _second(check: Check) -> Check:
-    """A check of the first worker's journal run on a scenario's second worker's, its pointers marked."""
-
-    def run(history: Story, scenario: Scenario) -> list[Mismatch]:
-        if not history.second_rows:
-            return []
-        found = check(history.second(), scenario)
-        return [dataclasses.replace(m, pointer="/second-worker" + m.pointer) for m in found]
-
-    return run
-
-
-def _rows(check: Callable[..., list[Mismatch]], *columns: str) -> Check:
-    """A check of some of the story's views, taken in order (the journal's rows, its snapshots)."""
-    return lambda history, scenario: check(*(getattr(history, column) for column in columns))
-
-
-def _story(check: Callable[[Any], list[Mismatch]]) -> Check:
-    """A check that reads the story's views by the names ``Story`` gives them."""
-    return lambda history, scenario: check(history)
+    @property
+    def when(self) -> str:
+        """When the rule judges, in words (``resumekit list --checks``)."""
+        parts = ["as the run goes and at its end" if self.at_stop else "at the end"]
+        if self.moment:
+            parts.append("also when the end could not be read")
+        if self.idle:
+            parts.append("once the worker is idle")
+        if self.strict:
+            parts.append("strict profile only")
+        return "; ".join(parts)
 
 
 RULES: tuple[Rule, ...] = (
@@ -74,10 +66,10 @@ RULES: tuple[Rule, ...] = (
     Rule("processes.replies", ("ADP-2",), processes.replies, at_stop=True),
     Rule("processes.kit_files", ("ADP-2", "ADP-3"), processes.kit_files, at_stop=True),
     Rule("processes.waits", ("ADP-2", "OUT-2", "WRK-3"), processes.waits, at_stop=True),
-    Rule("processes.kill_points", ("ADP-2",), processes.kill_points, at_stop=True),
+    Rule("processes.kill_points", ("ADP-2", None), processes.kill_points, at_stop=True),
     Rule("processes.crashes", ("CRASH-2", "ADP-2"), processes.crashes, at_stop=True),
     Rule("resume.orderly_stops", ("RESUME-5",), resume.orderly_stops, at_stop=True),
-    # what the whole history shows once the run took every step
+    # what was seen as the run went (``moment``: judged even when the end could not be read)
     Rule("commit.unreadable_origins", ("COMMIT-3",), commit.unreadable_origins, moment=True),
     Rule("cleanup.first_requests", ("CLEAN-1",), cleanup.first_requests, moment=True),
     Rule("submission.arrivals", ("SUB-1", "SUB-2"), submission.arrivals, moment=True),
@@ -88,36 +80,53 @@ RULES: tuple[Rule, ...] = (
     Rule("processes.watch", ("WRK-5",), processes.watch, moment=True),
     Rule("processes.outlived", ("WRK-5",), processes.outlived, strict=True, moment=True),
     Rule("processes.scratch_left", ("WRK-5",), processes.scratch_left, strict=True, moment=True),
-    Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
-         _rows(row.journal_checks, "rows", "snapshots")),
-    Rule("submission.side_effects", ("COMMIT-3", "KEY-1", "SUB-4", "TASK-2"), _story(effects.side_effect_checks)),
-    Rule("submission.backing", ("SUB-7",), _story(effects.submitted_backing)),
-    Rule("submission.exact_match", ("SUB-5",), _story(submission_checks.exact_match_checks)),
-    Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), _rows(row.reuse_checks, "rows")),
-    Rule("submission.keys", ("KEY-1", "KEY-2"), _story(effects.key_checks)),
-    Rule("leases.lost", ("LEASE-4",), _story(effects.lease_checks)),
-    Rule("leases.renewals", ("LEASE-3",), _story(renewals.renewal_checks)),
-    Rule("processes.kit_paths", ("CP-22",), _story(effects.kit_path_checks)),
-    Rule("commit.origins", ("COMMIT-2", "COMMIT-3"), _story(origins.origin_checks)),
-    Rule("processes.pacing", ("WRK-3",), _story(pacing.pacing_checks)),
-    Rule("resume.open_attempts", ("RESUME-1",), _story(resume_checks.resume_checks)),
-    Rule("resume.stops", ("RESUME-5",), _story(resume_checks.stop_checks)),
-    Rule("convergence.idle", ("CACHE-1", "CACHE-4", "COMMIT-4", "LEASE-5", "PHASE-4"),
-         _story(convergence.idle_checks), idle=True),
-    Rule("cache.damaged", ("CACHE-4",), _story(damage.cache_damage_checks), idle=True),
-    Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), _rows(settings.settings_checks, "settings")),
-    Rule("cleanup.decoys", ("CLEAN-2",), _story(damage.decoy_checks)),
-    Rule("resume.superseded", ("SCOPE-7",), _rows(row.superseded_checks, "rows"), strict=True),
-    Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), _story(effects.delivery_checks), strict=True),
-    Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-2", "PHASE-3", "PHASE-4", "PHASE-5", "WRK-4"),
-         _second(_rows(row.journal_checks, "rows", "snapshots"))),
-    Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), _second(_rows(row.reuse_checks, "rows"))),
-    Rule("submission.second_worker_backing", ("SUB-7",), _second(_story(effects.submitted_backing))),
-    Rule("resume.second_worker_superseded", ("SCOPE-7",), _second(_rows(row.superseded_checks, "rows")), strict=True),
+    # what the whole history shows once the run took every step
+    Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.rows),
+    Rule("resume.phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.phases),
+    Rule("commit.pushed_once", ("COMMIT-3",), commit.pushed_once),
+    Rule("submission.sent", ("KEY-1", "SUB-4"), submission.sent),
+    Rule("submission.stored_result", ("TASK-2",), submission.stored_result),
+    Rule("submission.backing", ("SUB-7",), submission.backing),
+    Rule("submission.exact_match", ("SUB-5",), submission.exact_match),
+    Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), resume.reuse),
+    Rule("submission.keys", ("KEY-1", "KEY-2"), submission.keys),
+    Rule("leases.lost", ("LEASE-4",), leases.lost),
+    Rule("leases.renewals", ("LEASE-3",), leases.renewals),
+    Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
+    Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
+    Rule("commit.origin_refs", ("COMMIT-3",), commit.origin_refs),
+    Rule("processes.pacing", ("WRK-3",), processes.pacing),
+    Rule("resume.open_attempts", ("RESUME-1",), resume.open_attempts),
+    Rule("resume.stops", ("RESUME-5",), resume.stops),
+    Rule("leases.released", ("LEASE-5",), leases.released, idle=True),
+    Rule("commit.left_open", ("COMMIT-4",), commit.left_open, idle=True),
+    Rule("resume.reported", ("PHASE-4",), resume.reported, idle=True),
+    Rule("cache.at_idle", ("CACHE-1", "CACHE-4"), cache.at_idle, idle=True),
+    Rule("cache.damaged", ("CACHE-4",), cache.damaged, idle=True),
+    Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), journal.settings),
+    Rule("journal.answered_settings", ("ADP-3",), journal.answered_settings),
+    Rule("cleanup.decoys", ("CLEAN-2",), cleanup.decoys),
+    Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
+    Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),
+    Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),
+    Rule("resume.second_worker_phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.second_worker_phases),
+    Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), resume.second_worker_reuse),
+    Rule("submission.second_worker_backing", ("SUB-7",), submission.second_worker_backing),
+    Rule("resume.second_worker_superseded", ("SCOPE-7",), resume.second_worker_superseded, strict=True),
     Rule("convergence.outcomes", ("COMMIT-3", "FPT-4", "OUT-2", "PHASE-4", "SCOPE-1", "SCOPE-3", "SUB-6"),
-         lambda history, scenario: convergence.outcome_checks(scenario.expect, scenario.names, cast(Any, history))),
+         convergence.outcomes),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
+# The table's own findings: what ``capped`` leaves out of one clause, and a stop no rule judged.
+OWN: tuple[tuple[str, tuple[str | None, ...], str], ...] = (
+    ("rules.capped", (), "more than 20 findings of one clause: one more counts the rest, under that clause"),
+    ("rules.halt", (None,), "a scenario stopped where no rule judges, or that the full history could not record"),
+)
+
+
+def listing() -> list[tuple[str, tuple[str | None, ...], str]]:
+    """Every check a P1 mismatch can name (its ``check``): name, the clauses it may fail, and when it judges."""
+    return [(rule.name, rule.clauses, rule.when) for rule in RULES] + list(campaigns.CHECKS) + list(OWN)
 
 
 def _applies(rule: Rule, history: Story) -> bool:

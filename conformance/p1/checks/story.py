@@ -9,15 +9,40 @@ done, ...) is computed from the events the first time a check asks for it (``p1.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from resumekit.conformance.events import Event
-from resumekit.conformance.p1 import log_views, views
+from resumekit.conformance.p1 import views
 from resumekit.conformance.p1.cases import ScenarioCase
-from resumekit.conformance.p1.evidence_data import JournalSettings
 from resumekit.conformance.p1.model import Row, Snapshot
+
+
+@dataclass(frozen=True)
+class JournalSettings:
+    """What the kit learned of the journal connections of one scenario's worker processes (JNL-5, JNL-6)."""
+
+    # process name -> the connections it reported (ADP-3); a process absent was never asked or never answered
+    reported: Mapping[str, Sequence[Mapping[str, Any]]]
+    # the processes, in start order, that wrote rows while they lived (the journal grew from their start)
+    wrote: Sequence[str] = ()
+    logged: bool = False  # p1.journal-log claimed: every process's log was read, killed ones included
+    header: str | None = None  # wal | rollback, from the journal file's header; None: unread or no journal
+    header_of: Sequence[str] = ()  # the processes whose journal that header is (the first worker's)
+    unreadable: Mapping[str, str] = field(default_factory=dict)  # process name -> why its log could not be read
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> JournalSettings:
+        """The settings as the kit recorded them (``dataclasses.asdict`` of one)."""
+        return cls(
+            reported={name: tuple(value) for name, value in data["reported"].items()},
+            wrote=tuple(data["wrote"]),
+            logged=bool(data["logged"]),
+            header=data["header"],
+            header_of=tuple(data["header_of"]),
+            unreadable=dict(data["unreadable"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -103,7 +128,8 @@ class Story:
     @cached_property
     def settings(self) -> JournalSettings | None:
         """What the kit learned of the journal connections of the case's processes; None: no p1.journal."""
-        return views.settings(self.events)
+        found = views.settings(self.events)
+        return None if found is None else JournalSettings.of(found)
 
     # ------------------------------------------------------------ the control plane
 
@@ -168,12 +194,12 @@ class Story:
     @cached_property
     def revivals(self) -> list[dict[str, Any]]:
         """Leases revived after the worker was told they were lost, with what it then did (LEASE-4)."""
-        return log_views.revived_after_loss(self.log)
+        return views.revived_after_loss(self.log)
 
     @cached_property
     def stopped(self) -> list[dict[str, Any]]:
         """Each orderly stop of a blocked or idle worker, with the governed side effects before it exited."""
-        return log_views.effects_after_stops(self.log, views.stops(self.events))
+        return views.effects_after_stops(self.log, views.stops(self.events))
 
     @cached_property
     def reports(self) -> list[dict[str, Any]]:
@@ -189,7 +215,7 @@ class Story:
     @cached_property
     def lease_log(self) -> list[dict[str, Any]]:
         """The log's clock moves and lease events in order (LEASE-3)."""
-        return log_views.lease_log(self.log)
+        return views.lease_log(self.log)
 
     # ------------------------------------------------------------ the kit's own changes and readings
 

@@ -36,6 +36,7 @@ from tests.broken.workers.commit import (
 from tests.broken.workers.durability import (
     ChangesTheJournalModeUnreported,
     ForgetsItsClaim,
+    HidesItsConnections,
     IgnoresDiskErrors,
     LeavesNoMarkerOnAFatalExit,
     SkipsTheCacheRebuild,
@@ -82,6 +83,10 @@ BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "synchronous-normal": (SynchronousNormal, "journal connection with synchronous=NORMAL (JNL-5)"),
     "resumes-in-old-workspace": (ResumesInOldWorkspace, "replays in the old workspace, kept at startup (RESUME-3)"),
     "ignores-lost-lease": (IgnoresLostLease, "pushes and submits after its lease is lost (LEASE-4)"),
+    "hides-its-connections": (
+        HidesItsConnections,
+        "answers p1.journal.settings with no connection while its journal log lists the one it opened (ADP-3)",
+    ),
 }
 
 

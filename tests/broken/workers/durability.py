@@ -178,3 +178,12 @@ class LeavesNoMarkerOnAFatalExit(_Tracked):
 
         with _patched(self.control, "exited", exited_without_marker):
             return super().run()
+
+
+class HidesItsConnections(_Tracked):
+    """Logs each journal connection to the kit's journal log as ``p1.journal-log`` asks, then drops them all from
+    what it reports: its ``p1.journal.settings`` answer lists no connection while its log lists one (ADP-3)."""
+
+    def _startup(self) -> None:
+        super()._startup()
+        self.settings.clear()  # the adapter answers p1.journal.settings from this list; the log keeps its lines

@@ -1,14 +1,13 @@
-"""LEASE-3 (a) on CP time (LEASE-2): after the kit moves the clock past a lease's renewal point, the next
-step boundary of its attempt renews it.
+"""Leases (docs/spec/p1.md, section 10): renewed on CP time at the step boundaries after the kit moved the clock
+past a lease's renewal point (LEASE-3, LEASE-2), no governed side effect with a lost lease (LEASE-4), and every
+lease of a terminal attempt released by idle (LEASE-5).
 
 The kit's clock moves only when the kit moves it, so a worker that decides from its own wall or monotonic
 clock that its lease is still young never renews in time. Which boundaries renew is settled in p1.md 0.4
 (those before ``workspace_prepared``, ``verification_passed``, ``source_capture_done``, ``commit_done`` and
-``result_pending``). The harness reads the journal's length just before and just after each clock move of a
+``result_pending``). The harness records the journal's length just before and just after each clock move of a
 step, so the rows written between two such moves are known; the control plane's log shows the lease as it
 stood at the move and every renewal after it.
-
-Pure: the harness gathers the moves, the log's lease events and the journal; this module only judges them.
 """
 
 from __future__ import annotations
@@ -16,19 +15,55 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resumekit.conformance.p1.evidence_data import Evidence
-from resumekit.conformance.p1.evidence_data import mismatch as _m
-from resumekit.conformance.p1.model import Row
+from resumekit.conformance.p1.checks._shared import mismatch as _m
+from resumekit.conformance.p1.checks.story import Scenario, Story
+from resumekit.conformance.p1.model import TERMINAL, Row, attempts
 from resumekit.conformance.results import Mismatch
 
 RENEWING = ("workspace_prepared", "verification_passed", "source_capture_done", "commit_done", "result_pending")
 
 
-def renewal_checks(ev: Evidence) -> list[Mismatch]:
+def lost(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-4 (EVID-4): no push and no submission reached the kit while the attempt's lease was not ACTIVE, and
+    none from a worker that was told the lease was lost, even once a replayed delivery made it ACTIVE again."""
+    found = [
+        _m(
+            "LEASE-4",
+            f"/control-plane/{revival['task_id']}/{revival['attempt']}/revived/{revival['journal']}",
+            [],
+            list(revival["governed"]),
+            f"governed side effects for an abandoned attempt: the control plane had told this worker that lease "
+            f"{revival['lease_id']!r} was lost ({revival['told']}) before a replayed delivery made it ACTIVE again",
+        )
+        for revival in history.revivals
+        if revival["governed"]
+    ]
+    for index, push in enumerate(history.pushes):
+        lease = push.get("lease")
+        state = lease.get("state") if isinstance(lease, Mapping) else None
+        if push.get("task_id") is not None and state is not None and state != "ACTIVE":
+            found.append(
+                _m("LEASE-4", f"/origin/pushes/{index}", "ACTIVE", state, "a push reached the origin with a lost lease")
+            )
+    for submission in history.submissions:
+        if int(submission["status"]) == 403:
+            found.append(
+                _m(
+                    "LEASE-4",
+                    f"/control-plane/{submission['task_id']}/{submission['attempt']}/submission",
+                    "a lease ACTIVE at CP time",
+                    "answered 403",
+                    "a submission reached the control plane with a lost lease",
+                )
+            )
+    return found
+
+
+def renewals(history: Story, scenario: Scenario) -> list[Mismatch]:
     """LEASE-3: for each clock move of a step that left an ACTIVE lease less than half its TTL before expiry,
     the first renewing row of that lease's attempt written before the next move follows a renewal of it."""
-    moves = {move["seq"]: move for move in ev.clock_moves}
-    entries = list(ev.lease_log)
+    moves = {move["seq"]: move for move in history.clock_moves}
+    entries = list(history.lease_log)
     at = [index for index, entry in enumerate(entries) if entry["kind"] == "clock"]
     found: list[Mismatch] = []
     for number, index in enumerate(at):
@@ -37,8 +72,8 @@ def renewal_checks(ev: Evidence) -> list[Mismatch]:
         later = moves.get(entries[end]["seq"]) if end < len(entries) else None
         if move is None or (end < len(entries) and later is None):
             continue  # a move no step made (a fault's, an expiry's): the rows around it cannot be placed
-        upper = later["rows_before"] if later is not None else len(ev.rows)
-        rows = ev.rows[move["rows_after"] : upper]
+        upper = later["rows_before"] if later is not None else len(history.rows)
+        rows = history.rows[move["rows_after"] : upper]
         found += _segment(entries[index], _views(entries[:index]), rows, entries[index + 1 : end])
     return found
 
@@ -96,3 +131,23 @@ def _unrenewed(clock: Mapping[str, Any], view: Mapping[str, Any], row: Row) -> M
         {"lease_id": lease_id, "now_ms": clock["to"], "expires_at_ms": expires, "renewed": False},
         note,
     )
+
+
+def released(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-5, once the worker is idle: no terminal attempt still holds its lease."""
+    found = []
+    groups = attempts(history.rows)
+    # Only the leases a terminal attempt recorded as its own: a lease the kit granted itself is not the worker's.
+    terminal = {row["lease_id"] for group in groups.values() if group[-1]["phase"] in TERMINAL for row in group}
+    for lease in history.leases:
+        if lease.get("state") == "ACTIVE" and lease.get("lease_id") in terminal:
+            found.append(
+                _m(
+                    "LEASE-5",
+                    f"/leases/{lease.get('lease_id')}",
+                    "released",
+                    "ACTIVE",
+                    "a terminal attempt still holds its lease at idle",
+                )
+            )
+    return found

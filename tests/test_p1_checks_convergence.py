@@ -1,0 +1,69 @@
+"""Where a scenario converged (OUT, FPT-4): each task's expected outcome as the scenario's ``expect`` names it,
+and a worker idle while an attempt still held its lease (OUT-2); over histories written by hand, one without
+rows or readings included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumekit.conformance.p1.canonical import result_hash
+from tests.p1_stories import Told, clauses, judged, row
+
+NAMES = {"task": "t-1"}
+
+
+def _outcome(told: Told, **expect: Any) -> list[Any]:
+    return judged("convergence.outcomes", told, expect={"task": expect}, names=NAMES)
+
+
+def test_no_expectation_is_nothing_to_judge_and_no_rows_never_pass_one() -> None:
+    assert judged("convergence.outcomes", Told()) == []
+    found = _outcome(Told(), final="result_submitted", reason="x", attempts=1, state="SUCCEEDED", stored=True,
+                     pushes=1, submissions=1, ended=["result_submitted"], reused=False)
+    assert [(m.clause, m.pointer) for m in found] == [
+        ("FPT-4", "/expect/task/final"), ("PHASE-4", "/expect/task/reason"), ("FPT-4", "/expect/task/state"),
+        ("FPT-4", "/expect/task/stored"), ("SCOPE-1", "/expect/task/attempts"), ("COMMIT-3", "/expect/task/pushes"),
+        ("SUB-6", "/expect/task/submissions"), ("FPT-4", "/expect/task/ended"),
+    ]
+
+
+def test_a_task_that_converged_as_expected_passes() -> None:
+    body = {"kind": "source_capture"}
+    told = Told().read([row(1, "claimed"), row(2, "result_submitted")])
+    told.logged("push", task_id="t-1", accepted=True)
+    told.logged("moment", check="submission", request=1, task_id="t-1", attempt=1, key="k", result_hash="h")
+    told.at_end(tasks={"t-1": {"state": "SUCCEEDED", "stored": {"result_hash": result_hash(body)}}},
+                expected={"t-1": body})
+    assert _outcome(told, final="result_submitted", attempts=1, state="SUCCEEDED", stored=True, pushes=1,
+                    submissions=1, ended=["result_submitted"], reused=False) == []
+    assert clauses(_outcome(told, reused=True)) == ["SCOPE-3"]
+
+
+def test_the_second_workers_journal_is_judged_by_its_own_expectation() -> None:
+    ok = [row(1, "claimed"), row(2, "reconciliation_required", reason="lease_not_converged")]
+    told = Told().read(ok, journal="second")
+    found = _outcome(told, second_worker={"final": "result_submitted", "attempts": 1})
+    assert [(m.clause, m.pointer) for m in found] == [("FPT-4", "/expect/task/second_worker/final")]
+    assert "in the second worker's journal" in (found[0].note or "")
+    none = _outcome(Told(), second_worker={"attempts": 1})
+    assert [(m.clause, m.actual) for m in none] == [("SCOPE-1", 0)]
+
+
+def test_an_attempt_left_holding_its_lease_at_idle_is_told_as_out_2_beside_fpt_4() -> None:
+    rows = [row(1, "claimed"), row(2, "verification_passed")]
+    active = [{"lease_id": "lease-1", "state": "ACTIVE"}]
+
+    def told(*, idle: bool = True, leases: Any = active, lost: bool = False) -> Told:
+        made = Told().read(rows)
+        if lost:
+            made.logged("lease", event="expired", lease={"lease_id": "lease-1", "state": "EXPIRED"})
+        return made.at_end(leases=leases, last_wait="idle" if idle else "blocked")
+
+    found = _outcome(told(), final="result_submitted")
+    assert [(m.clause, m.pointer) for m in found] == [("FPT-4", "/expect/task/final"), ("OUT-2", "/expect/task/idle")]
+    # Not idle, the lease not held, or lost once (a revived lease is not the worker's to keep): FPT-4 alone.
+    for other in (told(idle=False), told(leases=[]), told(lost=True)):
+        assert clauses(_outcome(other, final="result_submitted")) == ["FPT-4"]
+    # A converged task says nothing of its lease here (LEASE-5 does).
+    done = Told().read([*rows, row(3, "result_submitted")]).at_end(leases=active, last_wait="idle")
+    assert _outcome(done, final="result_submitted") == []

@@ -1,0 +1,99 @@
+"""Failpoints (FPT-1, FPT-2): a block at a site the catalog names, the one armed, in the durable state the
+catalog says holds there; the catalog's own table of what is durable at each site."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumekit.conformance.p1.checks.failpoints import failpoint_state
+from tests.p1_stories import Told, clauses, judged
+
+
+def _fp_row(seq: int, phase: str) -> dict[str, Any]:
+    return {"task_id": "t", "seq": seq, "phase": phase}
+
+
+def _cache_of(row: dict[str, Any]) -> tuple[str, Any]:
+    return "ok", {"cache_version": 1, **row}
+
+
+def _blocked(name: str, armed: str, rows: list[dict[str, Any]], **read: Any) -> Told:
+    cache = list(read.get("cache", ("absent", None)))
+    return Told().by("w1", "blocked", failpoint=name, armed=armed, rows=rows, attempts=read.get("attempts", rows[-1:]),
+                     cache=cache, temporaries=read.get("temporaries", []))
+
+
+# -- the rule over recorded blocks ---------------------------------------------------------------------------
+
+
+def test_a_block_where_the_catalog_says_passes_and_no_block_is_nothing_to_judge() -> None:
+    assert judged("failpoints.block", Told()) == []
+    rows = [_fp_row(1, "claimed")]
+    assert judged("failpoints.block", _blocked("after_claimed_row", "after_claimed_row", rows)) == []
+
+
+def test_a_block_at_another_site_than_armed_is_fpt_2() -> None:
+    (found,) = judged("failpoints.block", _blocked("after_claimed_row", "before_push", [_fp_row(1, "claimed")]))
+    assert (found.clause, found.pointer, found.expected, found.actual) == (
+        "FPT-2", "/wait/failpoint", "before_push", "after_claimed_row"
+    )
+    assert found.check == "failpoints.block" and found.event == 0
+
+
+def test_a_block_armed_as_any_at_a_name_the_catalog_lacks_is_fpt_1() -> None:
+    (found,) = judged("failpoints.block", _blocked("after_lunch_row", "*", [_fp_row(1, "claimed")]))
+    assert found.clause == "FPT-1" and "'after_lunch_row'" in (found.note or "")
+
+
+def test_a_block_without_the_durable_state_named_there_names_the_rule_broken() -> None:
+    # Blocked before the receipt with no row read at all: absent evidence never passes.
+    (found,) = judged("failpoints.block", _blocked("before_receipt", "before_receipt", []))
+    assert found.clause == "COMMIT-5" and found.pointer == "/wait/observed"
+    claimed, prepared = _fp_row(1, "claimed"), _fp_row(2, "workspace_prepared")
+    early = _blocked("after_workspace_prepared_row", "*", [claimed, prepared], cache=_cache_of(prepared))
+    assert clauses(judged("failpoints.block", early)) == ["CACHE-2"]
+    late = _blocked("after_workspace_prepared_row", "after_workspace_prepared_row", [claimed])
+    assert clauses(judged("failpoints.block", late)) == ["FPT-2"]
+
+
+# -- the catalog ----------------------------------------------------------------------------------------------
+
+
+def test_a_cache_ahead_of_its_row_is_seen_before_the_row_and_after_it() -> None:
+    claimed, prepared = _fp_row(1, "claimed"), _fp_row(2, "workspace_prepared")
+    # Written before its row (CACHE-2): the cache names a seq the journal does not have yet.
+    ahead = failpoint_state("before_workspace_prepared_row", [claimed], (), _cache_of(prepared))
+    assert ahead is not None and "ahead of the journal" in ahead[0] and ahead[1] == "CACHE-2"
+    early = failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(prepared))
+    assert early is not None and "already shows" in early[0] and early[1] == "CACHE-2"
+    assert failpoint_state("after_workspace_prepared_row", [claimed, prepared], (), _cache_of(claimed)) is None
+
+
+def test_a_temporary_must_hold_this_tasks_row_and_the_cache_must_show_it_after_the_rename() -> None:
+    rows = [_fp_row(1, "claimed")]
+    other = ("ok", {"task_id": "u", "seq": 1, "phase": "claimed"})
+    assert failpoint_state("before_claimed_cache", rows, (), ("absent", None)) is not None
+    assert failpoint_state("before_claimed_cache", rows, (other,), ("absent", None)) is not None
+    assert failpoint_state("before_claimed_cache", rows, (_cache_of(rows[0]),), ("absent", None)) is None
+    assert failpoint_state("after_claimed_cache", rows, (), ("absent", None)) is not None
+    assert failpoint_state("after_claimed_cache", rows, (), ("torn", "{")) is not None
+    assert failpoint_state("after_claimed_cache", rows, (), _cache_of(rows[0])) is None
+
+
+def test_the_failpoints_beside_the_rows_name_the_latest_row() -> None:
+    pending = [_fp_row(1, "claimed"), _fp_row(2, "result_pending")]
+    assert failpoint_state("before_result_submit", pending) is None
+    assert failpoint_state("before_push", pending) is not None
+    # Blocked before the side effect without its row: the rule ordering the two is the one broken.
+    assert failpoint_state("before_result_submit", pending[:1]) == (
+        "no attempt's last row is result_pending (the last rows: ['claimed'])",
+        "SUB-1",
+    )
+    # A restart releases a terminal attempt's lease while another task's row is the journal's latest.
+    done, other = _fp_row(3, "result_submitted"), {"task_id": "u", "seq": 4, "phase": "commit_done"}
+    assert failpoint_state("before_release", [other], attempts=[done, other]) is None
+    assert failpoint_state("before_release", [other], attempts=[other]) is not None
+    assert failpoint_state("before_release", pending) is not None
+    assert failpoint_state("before_release", [*pending, _fp_row(3, "result_submitted")]) is None
+    assert failpoint_state("before_receipt", []) is not None  # absent evidence never passes
+    assert failpoint_state("cleanup_before_remove", []) is None  # "unchanged": attested, documented

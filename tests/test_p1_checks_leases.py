@@ -1,0 +1,120 @@
+"""Leases (LEASE): renewal on CP time (LEASE-3, LEASE-2), no governed side effect with a lost lease (LEASE-4),
+released by idle (LEASE-5); each rule over a history written by hand, absent evidence included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.p1_stories import Told, clauses, judged, row
+
+
+@pytest.mark.parametrize("name", ["leases.lost", "leases.renewals", "leases.released"])
+def test_a_history_without_leases_has_nothing_wrong_for_them(name: str) -> None:
+    assert judged(name, Told().at_end(last_wait="idle")) == []
+
+
+# -- LEASE-4 ----------------------------------------------------------------------------------------------------
+
+
+def test_a_push_or_submission_with_a_lost_lease_is_lease_4() -> None:
+    told = Told()
+    told.logged("push", task_id="t-1", accepted=False, lease={"lease_id": "lease-1", "state": "FENCED"})
+    told.logged("push", task_id="t-1", accepted=True, lease={"lease_id": "lease-2", "state": "ACTIVE"})
+    told.logged("moment", check="submission", request=3, task_id="t-1", attempt=1, key="k1", result_hash="h")
+    told.logged("request", worker="w1", endpoint="result", status=403, request=3, answer="answer")
+    found = judged("leases.lost", told)
+    assert [(m.clause, m.pointer) for m in found] == [
+        ("LEASE-4", "/origin/pushes/0"), ("LEASE-4", "/control-plane/t-1/1/submission")
+    ]
+
+
+def test_a_side_effect_after_the_worker_was_told_its_lease_was_lost_is_lease_4_even_once_revived() -> None:
+    lease = {"lease_id": "lease-1", "task_id": "t-1", "attempt": 1, "state": "ACTIVE"}
+    told = Told().logged("lease", event="granted", request=1, lease=lease)
+    told.logged("request", worker="w1", endpoint="renew", path="v1/leases/lease-1/renew", status=409, request=2,
+                answer="answer")
+    told.logged("lease", event="revived", request=3, lease=lease)
+    told.logged("moment", check="submission", request=4, task_id="t-1", attempt=1, key="k", result_hash="h")
+    told.logged("request", worker="w2", endpoint="result", path="v1/tasks/t-1/result", status=201, request=4,
+                answer="answer")
+    (found,) = judged("leases.lost", told)
+    assert (found.clause, found.pointer) == ("LEASE-4", "/control-plane/t-1/1/revived/w")
+    assert "'lease-1'" in (found.note or "") and "a renewal answered 409" in (found.note or "")
+    # Nothing governed after the revival: nothing to fail.
+    quiet = Told().logged("lease", event="granted", request=1, lease=lease)
+    quiet.logged("request", worker="w1", endpoint="renew", path="v1/leases/lease-1/renew", status=409, request=2,
+                 answer="answer")
+    assert judged("leases.lost", quiet.logged("lease", event="revived", request=3, lease=lease)) == []
+
+
+# -- LEASE-3: renewal on CP time -----------------------------------------------------------------------------------
+
+START = 1_000_000
+TTL = 30_000
+JOURNAL = [row(1, "claimed"), row(2, "workspace_prepared"), row(3, "verification_passed"),
+           row(4, "source_capture_done"), row(5, "result_pending")]
+
+
+def _lease(seq: int, event: str, expires: int, state: str = "ACTIVE") -> dict[str, Any]:
+    view = {"lease_id": "lease-1", "task_id": "t-1", "attempt": 1, "state": state, "ttl_ms": TTL,
+            "expires_at_ms": expires}
+    return {"kind": "lease", "seq": seq, "event": event, "lease": view}
+
+
+def _clock(seq: int, to: int, delta: int) -> dict[str, Any]:
+    return {"kind": "clock", "seq": seq, "to": to, "delta_ms": delta}
+
+
+def _moves(after_second: list[dict[str, Any]], *, granted: str = "ACTIVE", moves: int = 3,
+           rows: list[dict[str, Any]] = JOURNAL) -> Told:
+    """Granted at START; moved 14 s (not yet due), then 14 s more (2 s before expiry), then 14 s more."""
+    told = Told()
+    for entry in [_lease(1, "granted", START + TTL, granted), _lease(2, "renewed", START + TTL, granted),
+                  _clock(3, START + 14_000, 14_000), _clock(4, START + 28_000, 14_000), *after_second,
+                  _clock(9, START + 42_000, 14_000)]:
+        told.logged(**entry)
+    steps = [{"seq": 3, "rowsBefore": 2, "rowsAfter": 2}, {"seq": 4, "rowsBefore": 3, "rowsAfter": 3},
+             {"seq": 9, "rowsBefore": 5, "rowsAfter": 5}]
+    for step in steps[:moves]:
+        told.kit("clock-moved", deltaMs=14_000, **step)
+    return told.read(rows)
+
+
+def test_a_step_boundary_after_the_renewal_point_without_a_renewal_is_lease_3() -> None:
+    (found,) = judged("leases.renewals", _moves([]))
+    assert found.clause == "LEASE-3" and found.pointer == "/journal/t-1/1/source_capture_done/renewal"
+    note = found.note or ""
+    assert "'lease-1'" in note and "2000 ms before its expires_at_ms" in note and "LEASE-2" in note
+    assert judged("leases.renewals", _moves([_lease(5, "renewed", START + 28_000 + TTL)])) == []
+
+
+def test_only_a_move_of_a_step_past_the_renewal_point_of_an_active_lease_asks_for_a_renewal() -> None:
+    # The same moves, but the lease was lost (or never ACTIVE): nothing to renew.
+    assert judged("leases.renewals", _moves([], granted="EXPIRED")) == []
+    # A move no step made (a fault's, an expiry's) places no row.
+    assert judged("leases.renewals", _moves([], moves=1)) == []
+    # No row written between the moves: no boundary came.
+    assert judged("leases.renewals", _moves([], rows=JOURNAL[:3])) == []
+
+
+# -- LEASE-5 -----------------------------------------------------------------------------------------------------
+
+
+def test_a_terminal_attempt_still_holding_its_lease_at_idle_is_lease_5() -> None:
+    done = Told().read([row(1, "claimed"), row(2, "result_submitted")])
+    held = done.at_end(leases=[{"lease_id": "lease-1", "state": "ACTIVE"}], last_wait="idle")
+    (found,) = judged("leases.released", held)
+    assert (found.clause, found.pointer) == ("LEASE-5", "/leases/lease-1")
+    released = Told().read([row(1, "claimed"), row(2, "result_submitted")])
+    released.at_end(leases=[{"lease_id": "lease-1", "state": "RELEASED"}], last_wait="idle")
+    assert judged("leases.released", released) == []
+    # A lease the kit granted itself, of no terminal attempt of the journal, is not the worker's to release.
+    kits = Told().read([row(1, "claimed")]).at_end(leases=[{"lease_id": "lease-1", "state": "ACTIVE"}],
+                                                    last_wait="idle")
+    assert judged("leases.released", kits) == []
+    assert clauses(judged("leases.released", held)) == ["LEASE-5"]
+    blocked = Told().read([row(1, "claimed"), row(2, "result_submitted")])
+    blocked.at_end(leases=[{"lease_id": "lease-1", "state": "ACTIVE"}], last_wait="blocked")
+    assert judged("leases.released", blocked) == []  # judged once idle only

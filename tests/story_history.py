@@ -93,7 +93,7 @@ MISMATCHES = (
         {"ref": "refs/heads/main", "old": BASE, "new": C2, "worker": "w2"},
         "COMMIT-3",
         "after the kill at after_push, w2 pushed again instead of reading the branch and adopting C",
-        check="commit.one_push_per_binding",
+        check="commit.pushed_once",
         event=PUSH_AGAIN,
     ),
     Mismatch(

@@ -69,6 +69,16 @@ def test_a_push_after_an_accepted_one_or_a_second_commit_on_the_branch_is_commit
     assert clauses(judged("commit.pushed_once", two)) == ["COMMIT-3"]
 
 
+def test_a_finding_that_quotes_a_log_entry_whole_is_seen_at_the_event_that_recorded_it() -> None:
+    push = {"repository": "acme/w", "ref": MAIN, "accepted": True}
+    told = Told().kit("step", index=0).logged("push", **push).logged("push", **{**push, "accepted": False})
+    (found,) = judged("commit.pushed_once", told)
+    assert (found.check, found.event) == ("commit.pushed_once", 2)  # the second push, the timeline marks it there
+    two = Told().at_end(commits={"t-1": ["c1", "c2"]})
+    (unplaced,) = judged("commit.pushed_once", two)
+    assert unplaced.event is None  # a list of commits read at the end is no one event's entry
+
+
 def test_no_attempt_is_left_at_commit_done_at_idle() -> None:
     left = Told().read([row(1, "claimed"), row(2, "commit_done", commit_oid=C)])
     (found,) = judged("commit.left_open", left.at_end(last_wait="idle"))

@@ -46,7 +46,7 @@ def test_a_failing_result_carries_its_history_and_each_mismatch_its_check_and_ev
     saved = document["results"][1]
     assert saved["history"] == story_history.history()
     assert [(m["check"], m["event"]) for m in saved["mismatches"]] == [
-        ("commit.one_push_per_binding", PUSH_AGAIN),
+        ("commit.pushed_once", PUSH_AGAIN),
         ("commit.adopts_after_crash", 25),
     ]
     again = report.from_json(document).results[1]
@@ -159,7 +159,7 @@ def test_a_spent_budget_leaves_only_the_cut_saying_what_was_left_out() -> None:
 
 def test_the_terminal_shows_the_eight_events_up_to_the_first_mismatch_marking_it() -> None:
     lines = story.story_lines(failing_result())
-    assert "first mismatch (event 20, COMMIT-3, check commit.one_push_per_binding)" in lines[0]
+    assert "first mismatch (event 20, COMMIT-3, check commit.pushed_once)" in lines[0]
     seqs = [int(line[2:7]) for line in lines[1:]]
     assert seqs == list(range(PUSH_AGAIN - 7, PUSH_AGAIN + 1))
     assert [line[:2] for line in lines[1:]] == ["  "] * 7 + [">>"]
@@ -186,7 +186,7 @@ def test_hostile_values_stay_on_one_bounded_line() -> None:
 
 def test_a_failing_case_printed_after_a_run_and_in_junit_carries_its_story() -> None:
     text = report.format_result(failing_result())
-    assert "check commit.one_push_per_binding, seen at event 20 of the story" in text
+    assert "check commit.pushed_once, seen at event 20 of the story" in text
     assert ">>   20" in text
     junit = ET.fromstring(report.to_junit(_run(failing_result())))
     failure = junit.find(".//testcase[@name='p1-commit-crash-after-push']/failure")
@@ -227,7 +227,7 @@ def test_the_html_report_draws_a_lane_per_actor_and_marks_the_events_of_the_mism
     assert hits == ["case-p1-commit-crash-after-push-e20", "case-p1-commit-crash-after-push-e25"]
     assert len(parsed.classed("tl-card")) == 27
     assert 'href="#case-p1-commit-crash-after-push-e20"' in page  # the list of mismatches links to the event
-    assert "&#x2717; [COMMIT-3] check commit.one_push_per_binding" in page
+    assert "&#x2717; [COMMIT-3] check commit.pushed_once" in page
     assert "<script" not in page
 
 

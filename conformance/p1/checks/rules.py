@@ -133,11 +133,18 @@ def _applies(rule: Rule, history: Story) -> bool:
     return (not rule.strict or history.strict) and (not rule.idle or history.idle)
 
 
+def _stamped(found: Mismatch, name: str, history: Story) -> Mismatch:
+    """*found* naming its rule, and seen at the event that recorded the entry it quotes, when the check did not
+    say where: a mismatch whose value is one log entry (a push, a request) is marked on the timeline there."""
+    event = found.event if found.event is not None else history.seen_at(found.actual)
+    return dataclasses.replace(found, check=name, event=event)
+
+
 def _run(rules: Sequence[Rule], history: Story, scenario: Scenario) -> list[Mismatch]:
     found = []
     for rule in rules:
         if _applies(rule, history):
-            found += [dataclasses.replace(m, check=rule.name) for m in rule.check(history, scenario)]
+            found += [_stamped(m, rule.name, history) for m in rule.check(history, scenario)]
     return found
 
 

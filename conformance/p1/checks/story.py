@@ -139,6 +139,17 @@ class Story:
         return views.control_log(self.events)
 
     @cached_property
+    def _entry_events(self) -> dict[int, int]:
+        entries = [e for e in self.events if e.actor == views.CONTROL_PLANE]
+        found = {id(event.data): event.seq for event in self.events}
+        return found | {id(entry): event.seq for entry, event in zip(self.log, entries, strict=True)}
+
+    def seen_at(self, value: object) -> int | None:
+        """The seq of the event that recorded *value*, when *value* is one event's data or one of the log's own
+        entries (a push, a request, a receipt) as a check quotes it whole; None for anything else."""
+        return self._entry_events.get(id(value))
+
+    @cached_property
     def _facts(self) -> dict[str, Any]:
         return views.control_facts(self.log, self._at_end, views.issued(self.events))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePath
 
-from resumekit.conformance import report
+from resumekit.conformance import _summary_rows, report
 from resumekit.conformance._html_parts import STYLE
 from resumekit.conformance._html_parts import escape as _e
 from resumekit.conformance._text import printable
@@ -138,7 +138,9 @@ def _gates_table(named: Sequence[tuple[str, Run]], labels: Sequence[str]) -> str
                 failed = row.get("failed")
                 # A gate fails by its clauses too, in cases tagged with another gate: those are counted apart.
                 failing = f", {len(failed)} failing" if isinstance(failed, list) and failed else ""
-                passed = f"{_e(row.get('passed', ''))} of {_e(row.get('cases', ''))}"
+                passed, of = _summary_rows.counts(row)
+                own = f"no {_e(table.summary.case_label)} of its own"
+                passed = f"{_e(passed)} of {_e(of)}" if of != _summary_rows.NO_CASES else own
                 counted = f'<div class="note">{passed}{_e(failing)}</div>'
                 cells[key][index] = f'<span class="o {css}">{_e(verdict)}</span>{counted}'
     if not order:

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from resumekit.conformance import _files
+from resumekit.conformance import _doctor_p1, _files
 from resumekit.conformance._text import printable
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
 from resumekit.conformance.adapters.messages import preview
@@ -112,6 +112,9 @@ def diagnose(spec: str, *, timeout: float, write: Write) -> int:
             if problem is None
             else f"{MARKER_NEVER_WRITTEN}: {problem}",
         )
+    if "p1.worker" in info.capabilities:
+        for ok, text in _doctor_p1.run(spec, timeout):
+            checks.report(ok, text)
     write(f"{'all checks passed' if not checks.failures else f'{checks.failures} check(s) failed'}\n")
     return 1 if checks.failures else 0
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, story
+from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, _summary_rows, story
 from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.results import (
@@ -29,6 +29,7 @@ from resumekit.conformance.results import (
     SummaryTable,
 )
 
+_MARKDOWN_FAILED = 5  # cases a summary row's "failed by" cell names in Markdown; the JSON report has every one
 NO_MESSAGE_CHECKS = "off (--no-validate-messages): a message that breaks its schema was not caught as such"
 
 
@@ -240,7 +241,7 @@ def _junit_summary(suites: ET.Element, table: SummaryTable) -> None:
             ET.SubElement(properties, "property", name=label, value=text)
         ET.SubElement(properties, "property", name="attested", value=str(row["attested"]))
         if row["verdict"] == "failed":
-            failed = ", ".join(row["failed"])
+            failed = _summary_rows.failed_by_text(row, table.summary.case_label, shown=None)
             ET.SubElement(case, "failure", message=f"failed {table.summary.case_label}: {failed}").text = failed
         elif row["verdict"] in ("not run", "not claimed"):
             ET.SubElement(case, "skipped", message=_skip_reason(row, table.summary.case_label))
@@ -439,8 +440,10 @@ def format_summary_table(table: SummaryTable) -> list[str]:
     for row in table.rows:
         clauses = ", ".join(row["clauses"])
         attested = f" (attested: {row['attested']})" if row["attested"] else ""
-        counts = f"{row['verdict']:>12}{row['passed']:>8}{row['cases']:>4}"
-        lines.append(f"{row['name']:<44}{counts}  {_clip(clauses, 60)}{attested}")
+        passed, of = _summary_rows.counts(row)
+        lines.append(f"{row['name']:<44}{row['verdict']:>12}{passed:>8}{of:>4}  {_clip(clauses, 60)}{attested}")
+        if row.get("failed"):
+            lines.append(f"    failed by: {printable(_summary_rows.failed_by_text(row, table.summary.case_label))}")
     return lines
 
 
@@ -473,12 +476,20 @@ def to_markdown(run: Run) -> str:
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
     for table in run.summaries:
         summary = table.summary
-        lines += ["", f"| {summary.row_label} | verdict | passed | {summary.case_label} | clauses | attested |"]
-        lines.append("|---|---|---|---|---|---|")
+        lines += [
+            "",
+            f"| {summary.row_label} | verdict | passed | {summary.case_label} | clauses | attested | failed by |",
+        ]
+        lines.append("|---|---|---|---|---|---|---|")
         for line in table.rows:
+            passed, of = _summary_rows.counts(line)
+            failed = _summary_rows.failed_by(line, summary.case_label)
+            shown = [f"`{case}`" + (f" ({why})" if why else "") for case, why in failed[:_MARKDOWN_FAILED]]
+            more = len(failed) - len(shown)
+            by = printable("; ".join(shown) + (f"; and {more} more" if more else "")).replace("|", "\\|")
             lines.append(
-                f"| {line['name']} | {line['verdict']} | {line['passed']} | {line['cases']} | "
-                f"{', '.join(line['clauses'])} | {line['attested'] or 'none'} |"
+                f"| {line['name']} | {line['verdict']} | {passed} | {of} | "
+                f"{', '.join(line['clauses'])} | {line['attested'] or 'none'} | {by} |"
             )
     known = [r for r in run.results if r.known_failure is not None]
     if known:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, report
+from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, _summary_rows, report
 from resumekit.conformance._html_parts import STYLE, events_table, side_by_side
 from resumekit.conformance._html_parts import escape as _e
 from resumekit.conformance._html_timeline import STYLE as TIMELINE_STYLE
@@ -261,17 +261,21 @@ def _summary_rows_table(table: SummaryTable) -> str:
     for row in table.rows:
         verdict = str(row.get("verdict", ""))
         css = {"passed": "o-passed", "failed": "o-failed"}.get(verdict, "o-not_claimed")
-        failed = row.get("failed") or []
+        failed = _summary_rows.failed_by(row, table.summary.case_label)
         failed_html = ""
         if failed:
-            links = ", ".join(f'<a href="#{_anchor(str(c))}"><code>{_e(c)}</code></a>' for c in failed)
-            failed_html = f'<div class="note">failed: {links}</div>'
+            links = "; ".join(
+                f'<a href="#{_anchor(case)}"><code>{_e(case)}</code></a>' + (f" ({_e(why)})" if why else "")
+                for case, why in failed
+            )
+            failed_html = f'<div class="note">failed by: {links}</div>'
         clauses = row.get("clauses") or []
+        passed, of = _summary_rows.counts(row)
         rows.append(
             f'<tr><td class="first gate">{_e(row.get("name", ""))}{failed_html}</td>'
             f'<td><span class="o {css}">{_e(verdict)}</span></td>'
-            f'<td class="n" data-label="passed">{_e(row.get("passed", ""))}</td>'
-            f'<td class="n" data-label="of">{_e(row.get("cases", ""))}</td>'
+            f'<td class="n" data-label="passed">{_e(passed)}</td>'
+            f'<td class="n" data-label="of">{_e(of)}</td>'
             f'<td class="wide" data-label="clauses">{_e(", ".join(map(str, clauses)))}</td>'
             f'<td class="wide" data-label="attested">{_e(row.get("attested") or "none")}</td></tr>'
         )

@@ -368,8 +368,9 @@ class Summary:
 
     Every row is a mapping with ``name``, ``verdict`` (``passed``, ``failed``, ``not run`` or ``not claimed``),
     ``cases`` (how many cases count towards it), ``passed``, ``failed`` (the ids of the cases that count
-    against it), ``notRun``, ``clauses`` and ``attested`` (what of its evidence the kit takes on the
-    implementation's word, or ``""``).
+    against it, which need not be among ``cases``), ``notRun``, ``clauses`` and ``attested`` (what of its
+    evidence the kit takes on the implementation's word, or ``""``); optionally ``failedBy``, why each case
+    of ``failed`` counts (``_summary_rows`` tells it).
     """
 
     key: str  # a word for the table: the JUnit suite's and the HTML anchor's name ("gates")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from resumekit.conformance import report, schemas
+from resumekit.conformance import report, report_html, schemas
 from resumekit.conformance.p1.contract import GATES as GATE_SUMMARY
 from resumekit.conformance.p1.contract import gate_rows
 from resumekit.conformance.p1.gates import ALWAYS_CHECKED, GATES, gate_table
@@ -131,3 +132,62 @@ def test_a_step_the_kit_cannot_take_errors_that_scenario_and_the_run_goes_on(gol
     assert "scope.yaml" in broken["message"] and "generation" in broken["message"]
     assert outcomes["p1-capture-completes"]["outcome"] == "passed"
     assert "Traceback" not in output
+
+
+# -- a gate failed by a scenario it does not name (issue 39) ----------------------------------------------
+
+
+def _counted_row(run: Run, gate: str) -> dict[str, object]:
+    return dict(next(row for row in run.summaries[0].rows if row["name"] == gate))
+
+
+def test_a_gate_failed_by_a_scenario_of_another_gate_names_it_and_why_in_every_report() -> None:
+    # "b" names LEASE_RENEWAL_RECOVERY only and fails LEASE-5, a clause of CRASH_RECOVERY_CONVERGENCE too, which
+    # no scenario of the run names: the gate fails with none of its own (the rule of docs/certifying.md).
+    run = _run()
+    row = _counted_row(run, "CRASH_RECOVERY_CONVERGENCE")
+    assert (row["verdict"], row["cases"], row["failed"]) == ("failed", 0, ["b"])
+    assert row["failedBy"] == [{"case": "b", "named": False, "clauses": ["LEASE-5"]}]
+    assert _counted_row(run, "LEASE_RENEWAL_RECOVERY")["failedBy"] == [
+        {"case": "b", "named": True, "clauses": ["LEASE-5"]}
+    ]
+    why = "b (not one of its scenarios: a failed check of LEASE-5)"
+    text = report.format_summary(run).splitlines()
+    at = next(i for i, line in enumerate(text) if line.startswith("CRASH_RECOVERY_CONVERGENCE"))
+    assert text[at + 1].strip() == f"failed by: {why}"
+    assert "one of its scenarios, failed on LEASE-5" in report.format_summary(run)
+    markdown = report.to_markdown(run)
+    assert "| CRASH_RECOVERY_CONVERGENCE | failed | - | - |" in markdown
+    assert "`b` (not one of its scenarios: a failed check of LEASE-5) |" in markdown
+    html = report_html.to_html(run)
+    assert "failed by: <a href=" in html and "(not one of its scenarios: a failed check of LEASE-5)" in html
+    root = ET.fromstring(report.to_junit(run))
+    failure = next(c for c in root.iter("testcase") if c.get("name") == "CRASH_RECOVERY_CONVERGENCE").find("failure")
+    assert failure is not None and why in (failure.get("message") or "")
+
+
+def test_no_gate_reads_failed_0_of_0() -> None:
+    run = _run()
+    text = report.format_summary(run)
+    for row in run.summaries[0].rows:
+        line = next(line for line in text.splitlines() if line.startswith(str(row["name"])))
+        assert not re.search(r"failed\s+0\s+0\s", line), line
+    assert not re.search(r"\| failed \| 0 \| 0 \|", report.to_markdown(run))
+    from resumekit.conformance.compare_html import to_compare_html
+
+    page = to_compare_html([("one", run), ("two", run)])
+    assert "0 of 0" not in page and "no scenarios of its own, 1 failing" in page
+
+
+def test_a_report_read_back_names_the_failing_case_and_one_of_an_older_kit_names_it_alone() -> None:
+    document = report.to_json(_run())
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+    again = report.from_json(document)
+    assert "failed by: b (not one of its scenarios" in report.format_summary(again)
+    for table in document["summaries"]:
+        for row in table["rows"]:
+            del row["failedBy"]
+    assert schemas.first_violation(schemas.RUN_REPORT, document) is None
+    older = report.format_summary(report.from_json(document)).splitlines()
+    at = next(i for i, line in enumerate(older) if line.startswith("CRASH_RECOVERY_CONVERGENCE"))
+    assert older[at + 1].strip() == "failed by: b"

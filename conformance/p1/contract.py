@@ -71,7 +71,8 @@ GATES = Summary(key="gates", title="P1 gates", row_label="P1 gate", case_label="
 def gate_rows(results: Sequence[CaseResult], profile: str) -> tuple[Mapping[str, Any], ...]:
     """The gate table over the P1 results of a run (docs/spec/p1.md, section 17), as summary rows: each
     row's verdict is ``GateRow.verdict`` (failed, not run, passed or not claimed), and ``notRun`` counts
-    the gate's scenarios that did not run, the not claimed ones included. No P1 result, no table."""
+    the gate's scenarios that did not run, the not claimed ones included; ``failedBy`` says why each scenario
+    of ``failed`` counts against the gate (``gates.Counted``). No P1 result, no table."""
     from resumekit.conformance.p1.gates import gate_table
 
     gates_of = {result.case_id: result.counts_toward for result in results if result.counts_toward}
@@ -89,6 +90,7 @@ def gate_rows(results: Sequence[CaseResult], profile: str) -> tuple[Mapping[str,
                 "notRun": row.not_run,
                 "clauses": list(row.clauses),
                 "attested": row.attested,
+                "failedBy": [counted.to_dict() for counted in row.failed_by],
             }
         )
     return tuple(rows)

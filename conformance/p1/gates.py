@@ -111,12 +111,29 @@ UNRAN = frozenset({Outcome.NOT_RUN, Outcome.SKIPPED})
 
 
 @dataclass(frozen=True, slots=True)
+class Counted:
+    """Why one scenario counts against a gate: it names the gate (*named*), or it failed a check of
+    *clauses*, the gate's clauses its failed checks cite (either, or both)."""
+
+    case_id: str
+    named: bool
+    clauses: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a summary row's ``failedBy`` carries it."""
+        return {"case": self.case_id, "named": self.named, "clauses": list(self.clauses)}
+
+
+@dataclass(frozen=True, slots=True)
 class GateRow:
     """One line of the gate table.
 
     *scenarios* counts the scenarios that name the gate; *passed* those of them that ran and passed;
     *failed* the scenarios that count against it (its own and others); *not_run* those of its scenarios
-    that did not run for any reason, of which *not_claimed* were not claimed.
+    that did not run for any reason, of which *not_claimed* were not claimed. *failed_by* says why each of
+    *failed* counts: whether it names the gate, and the gate's clauses its failed checks cite. A scenario
+    of another gate counts against this one by those clauses alone, so a gate can fail with no scenario
+    of its own in a narrowed run (*scenarios* 0).
     """
 
     gate: str
@@ -127,6 +144,7 @@ class GateRow:
     clauses: tuple[str, ...]
     attested: str
     not_claimed: int = 0
+    failed_by: tuple[Counted, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -153,6 +171,7 @@ class GateRow:
             "notClaimed": self.not_claimed,
             "clauses": list(self.clauses),
             "attested": self.attested,
+            "failedBy": [counted.to_dict() for counted in self.failed_by],
         }
 
 
@@ -171,7 +190,14 @@ def implicates(result: CaseResult, gate: str, gate_clauses: Sequence[str], named
         return True
     if result.outcome is not Outcome.FAILED:
         return False
-    return any(m.clause in gate_clauses for m in result.mismatches if not m.pointer.startswith("/expect"))
+    return bool(cited_clauses(result, gate_clauses))
+
+
+def cited_clauses(result: CaseResult, gate_clauses: Sequence[str]) -> tuple[str, ...]:
+    """The gate's clauses that *result*'s checks failed on, each once, in the order they failed; a scenario's
+    own expectations (its ``expect``) aside, which count only against the gates it names."""
+    cited = (m.clause for m in result.mismatches if m.clause in gate_clauses and not m.pointer.startswith("/expect"))
+    return tuple(dict.fromkeys(clause for clause in cited if clause is not None))
 
 
 def gate_table(
@@ -183,18 +209,20 @@ def gate_table(
     for gate, (core, strict, attested) in GATES.items():
         clauses = core + (strict if profile == "strict" else ())
         mine = [r for r in chosen if gate in gates_of[r.case_id]]
-        failed = tuple(r.case_id for r in chosen if implicates(r, gate, clauses, gates_of[r.case_id]))
+        against = [r for r in chosen if implicates(r, gate, clauses, gates_of[r.case_id])]
+        failed_by = tuple(Counted(r.case_id, gate in gates_of[r.case_id], cited_clauses(r, clauses)) for r in against)
         not_claimed = sum(1 for r in mine if r.outcome is Outcome.NOT_CLAIMED)
         rows.append(
             GateRow(
                 gate=gate,
                 scenarios=len(mine),
                 passed=sum(1 for r in mine if r.outcome is Outcome.PASSED),
-                failed=failed,
+                failed=tuple(r.case_id for r in against),
                 not_run=not_claimed + sum(1 for r in mine if r.outcome in UNRAN),
                 clauses=clauses,
                 attested=attested,
                 not_claimed=not_claimed,
+                failed_by=failed_by,
             )
         )
     return tuple(rows)

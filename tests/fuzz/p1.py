@@ -34,6 +34,7 @@ from tests.support import ROOT, python_command
 GUARD = 240.0
 CAPTURE = "p1-capture-completes"
 COMMIT = "p1-commit-completes"
+DOCTOR = "p1-killed-while-idle-restarts-and-stops-in-order"  # the scenario resumekit doctor runs
 ADAPTER_MODULE = "tests.fuzz.p1_workers"  # the adapter runs this module: its tree is not the kit's (kit_memory)
 CACHE = ("CACHE-1", "CACHE-3", "CACHE-4")  # EVID-3 names CACHE-1; a cache found wrong by idle breaks CACHE-4 too
 WRITES = "{decoy_file}:{probe}"  # the argument of the attacks on the kit's writes
@@ -105,6 +106,9 @@ ATTACKS = [
     Attack("environment-rebuilt", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
     Attack("marker-overwritten", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="erased"),
     Attack("fork-loop", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
+    # The scenario resumekit doctor runs (tests/fuzz/p1_workers/doctor.py): a bad stop, a journal gone at the restart.
+    Attack("exits-non-zero-when-stopped", DOCTOR, clauses=("RESUME-5",)),
+    Attack("forgets-its-journal-after-the-kill", DOCTOR, clauses=("JNL-4",)),
 ]
 
 

@@ -324,6 +324,13 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
         frozenset({"COMMIT-2"}),
     ),
+    # Attempt 1 ends in reconciliation_required (lease_not_converged) where its loss abandons it: a source_capture
+    # attempt records no governed commit, whatever the rank of source_capture_done (LEASE-4).
+    "reconciles-a-capture-at-the-pending-boundary": (
+        "p1-capture-lease-lost-at-the-pending-boundary-abandons-the-attempt",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"LEASE-4"}),
+    ),
 }
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}

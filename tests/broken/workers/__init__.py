@@ -53,6 +53,9 @@ from tests.broken.workers.processes import (
     LeavesTheToolInItsGroup,
     StopsOnlyBeforeRows,
 )
+from tests.broken.workers.readings import (
+    ReconcilesACaptureAtThePendingBoundary,
+)
 from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
@@ -236,6 +239,10 @@ ATTACK_BUGS["matches-the-key-too"] = (
     "refuses an exact-match 409 whose stored result carries another key than its own (SUB-5)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
+ATTACK_BUGS["reconciles-a-capture-at-the-pending-boundary"] = (
+    ReconcilesACaptureAtThePendingBoundary,
+    "ends a source_capture attempt whose lease is lost just before result_pending in lease_not_converged (LEASE-4)",
+)
 
 
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)

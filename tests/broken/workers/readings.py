@@ -1,0 +1,24 @@
+"""Broken workers that take the other side of a reading p1.md settles (section 0.4, FPT-1, adapter-protocol.md):
+each follows the reference everywhere else, and each reading is pinned by one golden scenario."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.journal import Row
+from tests.broken.workers._base import _Tracked
+
+
+class ReconcilesACaptureAtThePendingBoundary(_Tracked):
+    """Takes a lease a source_capture attempt loses just before result_pending, with source_capture_done (of
+    commit_done's rank) durable, for COMMIT-4's lease_not_converged instead of an abandonment (LEASE-4)."""
+
+    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
+        capture = phase == "result_pending" and attempt.last.phase == "source_capture_done"
+        try:
+            return super()._record(attempt, phase, **columns)
+        except reference.Abandon as abandon:
+            if not capture or not attempt.lost:
+                raise
+            raise reference.Reconcile("lease_not_converged") from abandon

@@ -54,6 +54,7 @@ from tests.broken.workers.processes import (
     StopsOnlyBeforeRows,
 )
 from tests.broken.workers.readings import (
+    CountsOnlyCheckpointRows,
     ReconcilesACaptureAtThePendingBoundary,
 )
 from tests.broken.workers.scope import (
@@ -242,6 +243,10 @@ ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms afte
 ATTACK_BUGS["reconciles-a-capture-at-the-pending-boundary"] = (
     ReconcilesACaptureAtThePendingBoundary,
     "ends a source_capture attempt whose lease is lost just before result_pending in lease_not_converged (LEASE-4)",
+)
+ATTACK_BUGS["counts-only-checkpoint-rows"] = (
+    CountsOnlyCheckpointRows,
+    "counts the hits of an injected journal fault on checkpoint rows only, not on a recoveries row (JNL-8)",
 )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from resumekit.reference.p1 import journal
 from resumekit.reference.p1 import worker as reference
 from resumekit.reference.p1.journal import Row
-from tests.broken.workers._base import _Tracked
+from tests.broken.workers._base import _patched, _Tracked
 
 
 class ReconcilesACaptureAtThePendingBoundary(_Tracked):
@@ -22,3 +23,19 @@ class ReconcilesACaptureAtThePendingBoundary(_Tracked):
             if not capture or not attempt.lost:
                 raise
             raise reference.Reconcile("lease_not_converged") from abandon
+
+
+class _CheckpointsOnlyJournal(journal.Journal):
+    def _insert(self, sql: str, values: tuple[Any, ...]) -> None:
+        # A row of a side table (recoveries, abandonments) is committed as durably, but not counted.
+        with _patched(self, "_disk", lambda file, op: None):
+            super()._insert(sql, values)
+
+
+class CountsOnlyCheckpointRows(_Tracked):
+    """Counts the hits of an injected journal fault (p1.disk-faults) on checkpoint rows only, skipping the
+    commits of the side tables: a recoveries row shifts every later hit (adapter-protocol.md)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "Journal", _CheckpointsOnlyJournal):
+            super()._startup()

@@ -55,6 +55,7 @@ from tests.broken.workers.processes import (
 )
 from tests.broken.workers.readings import (
     CountsOnlyCheckpointRows,
+    PassesBeforeReceiptOnEachSend,
     ReconcilesACaptureAtThePendingBoundary,
 )
 from tests.broken.workers.scope import (
@@ -247,6 +248,10 @@ ATTACK_BUGS["reconciles-a-capture-at-the-pending-boundary"] = (
 ATTACK_BUGS["counts-only-checkpoint-rows"] = (
     CountsOnlyCheckpointRows,
     "counts the hits of an injected journal fault on checkpoint rows only, not on a recoveries row (JNL-8)",
+)
+ATTACK_BUGS["passes-before-receipt-on-each-send"] = (
+    PassesBeforeReceiptOnEachSend,
+    "passes the failpoint before_receipt again before each resend of a receipt after a 5xx (FPT-1)",
 )
 
 

@@ -39,3 +39,26 @@ class CountsOnlyCheckpointRows(_Tracked):
     def _startup(self) -> None:
         with _patched(reference, "Journal", _CheckpointsOnlyJournal):
             super()._startup()
+
+
+class PassesBeforeReceiptOnEachSend(_Tracked):
+    """Passes the failpoint before_receipt again before each resend of a receipt after an unknown answer, as
+    before_result_submit is passed before each send: FPT-1 places it once per convergence check."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.receipt_renewals: int | None = None  # the renewals of the receipt report under way, if any
+
+    def _converge(self, attempt: reference.Attempt) -> None:
+        self.receipt_renewals = 0
+        try:
+            super()._converge(attempt)
+        finally:
+            self.receipt_renewals = None
+
+    def _renew(self, attempt: reference.Attempt) -> bool:
+        if self.receipt_renewals is not None:
+            if self.receipt_renewals > 0:  # a resend; the reference passed the failpoint before the first send
+                self._failpoint("before_receipt")
+            self.receipt_renewals += 1
+        return super()._renew(attempt)

@@ -105,6 +105,13 @@ ATTACKS = [
     Attack("environment-rebuilt", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
     Attack("marker-overwritten", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="erased"),
     Attack("fork-loop", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
+    # The readings p1.md settles (tests/fuzz/p1_workers/readings.py): rows of a table of the worker's own shift
+    # the disk fault's hits to earlier commits, which the kit allows; the other side of two readings it refuses.
+    Attack("own-rows-before-each-checkpoint", "p1-strict-disk-fault-hits-count-the-recoveries-row", expect="pass",
+           argument="{probe}", proof="own rows"),
+    Attack("capture-loss-reconciled", "p1-capture-lease-lost-at-the-pending-boundary-abandons-the-attempt",
+           clauses=("LEASE-4",)),
+    Attack("receipt-failpoint-on-each-resend", "p1-receipt-resent-passes-no-failpoint", clauses=("FPT-1",)),
 ]
 
 

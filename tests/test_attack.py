@@ -324,6 +324,27 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
         frozenset({"COMMIT-2"}),
     ),
+    # Attempt 1 ends in reconciliation_required (lease_not_converged) where its loss abandons it: a source_capture
+    # attempt records no governed commit, whatever the rank of source_capture_done (LEASE-4).
+    "reconciles-a-capture-at-the-pending-boundary": (
+        "p1-capture-lease-lost-at-the-pending-boundary-abandons-the-attempt",
+        "LEASE_RENEWAL_RECOVERY",
+        frozenset({"LEASE-4"}),
+    ),
+    # Its recoveries row uncounted, the restarted process never reaches a fourth journal fsync and goes idle
+    # where the kit waits for its fatal exit (JNL-8).
+    "counts-only-checkpoint-rows": (
+        "p1-strict-disk-fault-hits-count-the-recoveries-row",
+        "CHECKPOINT_DURABLE_WRITE",
+        frozenset({"JNL-8"}),
+    ),
+    # Passing before_receipt again on the first task's resend, it blocks there: the lease the kit lets expire is
+    # the first task's, which ends in lease_not_converged, and the second task converges in one attempt.
+    "passes-before-receipt-on-each-send": (
+        "p1-receipt-resent-passes-no-failpoint",
+        "CRASH_RECOVERY_CONVERGENCE",
+        frozenset({"FPT-1"}),
+    ),
 }
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from resumekit.conformance.p1.checks.failpoints import failpoint_state
-from tests.p1_stories import Told, clauses, judged
+from tests.p1_stories import Told, clauses, judged, row
 
 
 def _fp_row(seq: int, phase: str) -> dict[str, Any]:
@@ -97,3 +97,36 @@ def test_the_failpoints_beside_the_rows_name_the_latest_row() -> None:
     assert failpoint_state("before_release", [*pending, _fp_row(3, "result_submitted")]) is None
     assert failpoint_state("before_receipt", []) is not None  # absent evidence never passes
     assert failpoint_state("cleanup_before_remove", []) is None  # "unchanged": attested, documented
+
+
+# -- FPT-1: before_receipt once per convergence check, never on a resend ------------------------------------------
+
+RECEIPT = "v1/jobs/j/receipt"
+
+
+def _blocked_after(told: Told, worker: str = "w1") -> Told:
+    return told.by(worker, "blocked", failpoint="before_receipt", armed="before_receipt",
+                   rows=[row(1, "commit_done", commit_oid="c" * 40)], attempts=[], cache=["absent", None],
+                   temporaries=[])
+
+
+def test_before_receipt_passed_again_on_a_resend_is_fpt_1() -> None:
+    told = Told().logged("request", worker="w1", endpoint="receipt", path=RECEIPT, status=503, answer="answer")
+    (found,) = judged("failpoints.receipt_resends", _blocked_after(told))
+    assert (found.clause, found.pointer) == ("FPT-1", "/wait/failpoint")
+    assert "'v1/jobs/j/receipt' got status 503" in (found.note or "") and "resend" in (found.note or "")
+    dropped = Told().logged("request", worker="w1", endpoint="receipt", path=RECEIPT, status=0, answer="drop")
+    assert "got no answer" in (judged("failpoints.receipt_resends", _blocked_after(dropped))[0].note or "")
+
+
+def test_before_receipt_at_a_convergence_checks_first_send_is_no_fpt_1_finding() -> None:
+    renewed = Told().logged("request", worker="w1", endpoint="receipt", path=RECEIPT, status=503, answer="answer")
+    renewed.logged("request", worker="w1", endpoint="renew", path="v1/leases/lease-1/renew", status=200,
+                   answer="answer")
+    answered = Told().logged("request", worker="w1", endpoint="receipt", path=RECEIPT, status=200, answer="answer")
+    # The unanswered receipt was another worker process's: this one starts its own convergence check.
+    other = Told().logged("request", worker="w1", endpoint="receipt", path=RECEIPT, status=503, answer="answer")
+    for told in (renewed, answered, Told()):
+        assert judged("failpoints.receipt_resends", _blocked_after(told)) == []
+    assert judged("failpoints.receipt_resends", _blocked_after(other, "w2")) == []
+    assert judged("failpoints.receipt_resends", Told()) == []

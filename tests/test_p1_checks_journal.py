@@ -30,7 +30,12 @@ def test_after_a_disk_error_the_worker_exits_non_zero_through_its_exit_path() ->
     (found,) = judged("journal.fatal_exits", silent)
     assert found.pointer == "/marker" and "(EIO from fsync #1 of the journal)" in (found.note or "")
     went_on = Told().by("w1", "not-as-waited", wanted="exited", state="idle", answer={"state": "idle"}, diskFault=DISK)
-    assert clauses(judged("journal.fatal_exits", went_on)) == ["JNL-8"]
+    (found,) = judged("journal.fatal_exits", went_on)
+    assert found.clause == "JNL-8" and "or it never counted that many" in (found.note or "")
+    assert "a row of a side table (recoveries, abandonments) included" in (found.note or "")
+    running = Told().by("w1", "not-as-waited", wanted="exited", state="blocked", answer={}, diskFault=DISK)
+    (found,) = judged("journal.fatal_exits", running)
+    assert (found.note or "").endswith("instead of exiting: it took the failed operation for a success")
     # No disk error armed, or a settling exit: not JNL-8's.
     assert judged("journal.fatal_exits", Told().by("w1", "exited", exitCode=0, marker=False, diskFault=None)) == []
 

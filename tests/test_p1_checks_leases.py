@@ -118,3 +118,39 @@ def test_a_terminal_attempt_still_holding_its_lease_at_idle_is_lease_5() -> None
     blocked = Told().read([row(1, "claimed"), row(2, "result_submitted")])
     blocked.at_end(leases=[{"lease_id": "lease-1", "state": "ACTIVE"}], last_wait="blocked")
     assert judged("leases.released", blocked) == []  # judged once idle only
+
+
+# -- LEASE-4: a source_capture attempt's lost lease is an abandonment, never lease_not_converged --------------------
+
+
+def _ended(*rows: dict[str, Any]) -> Told:
+    return Told().read(list(rows)).at_end(last_wait="idle")
+
+
+def test_a_capture_attempt_ending_in_lease_not_converged_is_lease_4() -> None:
+    body = {"result_body": "{}", "result_hash": "h"}
+    capture = [row(1, "claimed"), row(2, "workspace_prepared"), row(3, "verification_passed"),
+               row(4, "source_capture_done", **body)]
+    (found,) = judged("leases.capture_losses", _ended(*capture, row(5, "reconciliation_required",
+                                                                    reason="lease_not_converged")))
+    assert (found.clause, found.pointer) == ("LEASE-4", "/journal/t-1/1/4/reason")
+    assert "'source_capture_done', seq 4" in (found.note or "") and "abandons it without a row" in (found.note or "")
+    # A reused result_pending of a source_capture task, with no commit either.
+    reused = [row(1, "claimed", attempt=2), row(2, "result_pending", attempt=2, reused_from=9, **body),
+              row(3, "reconciliation_required", attempt=2, reason="lease_not_converged")]
+    assert clauses(judged("leases.capture_losses", _ended(*reused))) == ["LEASE-4"]
+
+
+def test_lease_not_converged_after_a_commit_or_an_abandoned_capture_is_no_lease_4_finding() -> None:
+    body = {"result_body": "{}", "result_hash": "h"}
+    start = [row(1, "claimed"), row(2, "workspace_prepared"), row(3, "verification_passed")]
+    after_commit = [*start, row(4, "commit_done", commit_oid="c" * 40, **body),
+                    row(5, "reconciliation_required", reason="lease_not_converged")]
+    reused_commit = [row(1, "claimed"), row(2, "result_pending", commit_oid="c" * 40, reused_from=9, **body),
+                     row(3, "reconciliation_required", reason="lease_not_converged")]
+    abandoned = [*start, row(4, "source_capture_done", **body)]  # no row after the loss: LEASE-4's reading
+    other_reason = [*start, row(4, "source_capture_done", **body), row(5, "reconciliation_required",
+                                                                        reason="result_conflict")]
+    before_any_result = [*start, row(4, "reconciliation_required", reason="lease_not_converged")]  # not this rule's
+    for journal in (after_commit, reused_commit, abandoned, other_reason, before_any_result, []):
+        assert judged("leases.capture_losses", _ended(*journal)) == [], journal

@@ -109,6 +109,13 @@ ATTACKS = [
     # The scenario resumekit doctor runs (tests/fuzz/p1_workers/doctor.py): a bad stop, a journal gone at the restart.
     Attack("exits-non-zero-when-stopped", DOCTOR, clauses=("RESUME-5",)),
     Attack("forgets-its-journal-after-the-kill", DOCTOR, clauses=("JNL-4",)),
+    # The readings p1.md settles (tests/fuzz/p1_workers/readings.py): rows of a table of the worker's own shift
+    # the disk fault's hits to earlier commits, which the kit allows; the other side of two readings it refuses.
+    Attack("own-rows-before-each-checkpoint", "p1-strict-disk-fault-hits-count-the-recoveries-row", expect="pass",
+           argument="{probe}", proof="own rows"),
+    Attack("capture-loss-reconciled", "p1-capture-lease-lost-at-the-pending-boundary-abandons-the-attempt",
+           clauses=("LEASE-4",)),
+    Attack("receipt-failpoint-on-each-resend", "p1-receipt-resent-passes-no-failpoint", clauses=("FPT-1",)),
 ]
 
 

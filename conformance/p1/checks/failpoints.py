@@ -1,5 +1,6 @@
 """Failpoints (docs/spec/p1.md, section 14): a worker blocks at the site armed, in the durable state its
-catalog names there (FPT-1, FPT-2); and the catalog itself: which names are sites, and what is durable at each.
+catalog names there (FPT-1, FPT-2), ``before_receipt`` passed on no resend of a receipt (FPT-1); and the catalog
+itself: which names are sites, and what is durable at each.
 
 The harness records each block (``blocked``: the site the worker named, the one armed, and what the kit
 read as it stood there: the task's rows, the last row of every attempt, the cache and any temporaries).
@@ -10,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import RANKS, Row
+from resumekit.conformance.p1.views import CONTROL_PLANE
 from resumekit.conformance.results import Mismatch
 
 ANY_FAILPOINT = "*"  # the hit-th failpoint site of any name (capability p1.failpoint-any)
@@ -55,6 +58,42 @@ def block(history: Story, scenario: Scenario) -> list[Mismatch]:
             note = f"blocked at {name}, but {problem}"
             found.append(Mismatch("/wait/observed", name, problem, clause, note, event=event.seq))
     return found
+
+
+def receipt_resends(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """FPT-1: ``before_receipt`` is passed once per convergence check, before the receipt's first send; a resend
+    after an unknown answer is preceded by a renewal but by no failpoint. A worker process's request just before
+    it blocked there is the renewal that follows the failpoint's previous pass, or the push before
+    ``commit_done``: never a receipt of its own left without an answer (a 5xx, or none), which it would resend."""
+    found = []
+    last: dict[str, Event] = {}  # each worker process's latest request, by the name the log gives it
+    for event in history.events:
+        if event.actor == CONTROL_PLANE and event.kind == "request":
+            last[str(event.get("worker"))] = event
+        elif event.kind == "blocked" and event.get("failpoint") == "before_receipt":
+            before = last.get(event.actor)
+            if before is not None and before.get("endpoint") == "receipt" and _unanswered(before):
+                found.append(_resent_receipt(event, before))
+    return found
+
+
+def _unanswered(request: Event) -> bool:
+    """A request the worker got no answer to: a 5xx, or an answer the control plane dropped."""
+    status = request.get("status")
+    return request.get("answer") == "drop" or (isinstance(status, int) and status >= 500)
+
+
+def _resent_receipt(block: Event, before: Event) -> Mismatch:
+    status = "no answer" if before.get("answer") == "drop" else f"status {before.get('status')!r}"
+    note = (
+        f"blocked at before_receipt right after its receipt request {before.get('path')!r} got {status}: the "
+        "failpoint was passed again for the resend, but it sits before the first send of a convergence check "
+        "only (a resend is preceded by a renewal, not by a failpoint), so the hit counts of before_receipt and "
+        "'*' differ from the catalog's"
+    )
+    got = {"failpoint": "before_receipt", "after": {"path": before.get("path"), "status": before.get("status")}}
+    expected = "before_receipt before a convergence check's first receipt send only"
+    return Mismatch("/wait/failpoint", expected, got, "FPT-1", note, event=block.seq)
 
 
 def known_failpoint(name: str) -> bool:

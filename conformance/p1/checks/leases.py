@@ -5,9 +5,11 @@ lease of a terminal attempt released by idle (LEASE-5).
 The kit's clock moves only when the kit moves it, so a worker that decides from its own wall or monotonic
 clock that its lease is still young never renews in time. Which boundaries renew is settled in p1.md 0.4
 (those before ``workspace_prepared``, ``verification_passed``, ``source_capture_done``, ``commit_done`` and
-``result_pending``). The harness records the journal's length just before and just after each clock move of a
-step, so the rows written between two such moves are known; the control plane's log shows the lease as it
-stood at the move and every renewal after it.
+``result_pending``), and so is what a lease lost at them means: an abandonment, but for COMMIT-4's
+``lease_not_converged`` once ``commit_done`` is durable, never after a source_capture task's result. The
+harness records the journal's length just before and just after each clock move of a step, so the rows written
+between two such moves are known; the control plane's log shows the lease as it stood at the move and every
+renewal after it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,32 @@ def lost(history: Story, scenario: Scenario) -> list[Mismatch]:
                     "a submission reached the control plane with a lost lease",
                 )
             )
+    return found
+
+
+def capture_losses(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-4 (p1.md 0.4): an attempt whose rows record a result and no governed commit (a source_capture
+    task's) never ends in ``lease_not_converged``. That reason is COMMIT-4's, for a lease lost once
+    ``commit_done`` is durable; ``source_capture_done`` has its rank but records no commit and no convergence
+    check follows it, so a lease lost at its ``result_pending`` boundary abandons the attempt without a row."""
+    found = []
+    for ident, group in attempts(history.rows).items():
+        last = group[-1]
+        if last["phase"] != "reconciliation_required" or last["reason"] != "lease_not_converged":
+            continue
+        results = [row for row in group if row["phase"] in ("source_capture_done", "result_pending")]
+        if not results or any(row["phase"] == "commit_done" or row["commit_oid"] for row in group):
+            continue
+        note = (
+            f"attempt {ident[1]!r} of {ident[0]!r} recorded a result and no governed commit (last result row: "
+            f"{results[-1]['phase']!r}, seq {results[-1]['seq']!r}), then ended in lease_not_converged: a lease "
+            "lost before result_pending of a source_capture attempt abandons it without a row (LEASE-4); "
+            "COMMIT-4's convergence check and its reasons follow commit_done only"
+        )
+        found.append(
+            _m("LEASE-4", f"/journal/{ident[0]}/{ident[1]}/{len(group) - 1}/reason", "no row (abandoned)",
+               "reconciliation_required: lease_not_converged", note)
+        )
     return found
 
 

@@ -92,6 +92,8 @@ RULES: tuple[Rule, ...] = (
     Rule("submission.keys", ("KEY-1", "KEY-2"), submission.keys),
     Rule("leases.lost", ("LEASE-4",), leases.lost),
     Rule("leases.renewals", ("LEASE-3",), leases.renewals),
+    Rule("leases.capture_losses", ("LEASE-4",), leases.capture_losses),
+    Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
     Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
     Rule("commit.origin_refs", ("COMMIT-3",), commit.origin_refs),

@@ -53,6 +53,11 @@ from tests.broken.workers.processes import (
     LeavesTheToolInItsGroup,
     StopsOnlyBeforeRows,
 )
+from tests.broken.workers.readings import (
+    CountsOnlyCheckpointRows,
+    PassesBeforeReceiptOnEachSend,
+    ReconcilesACaptureAtThePendingBoundary,
+)
 from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
@@ -236,6 +241,18 @@ ATTACK_BUGS["matches-the-key-too"] = (
     "refuses an exact-match 409 whose stored result carries another key than its own (SUB-5)",
 )
 ATTACK_BUGS["claims-in-a-hurry"] = (ClaimsInAHurry, "ignores retry_after_ms after an empty claim (WRK-3)")
+ATTACK_BUGS["reconciles-a-capture-at-the-pending-boundary"] = (
+    ReconcilesACaptureAtThePendingBoundary,
+    "ends a source_capture attempt whose lease is lost just before result_pending in lease_not_converged (LEASE-4)",
+)
+ATTACK_BUGS["counts-only-checkpoint-rows"] = (
+    CountsOnlyCheckpointRows,
+    "counts the hits of an injected journal fault on checkpoint rows only, not on a recoveries row (JNL-8)",
+)
+ATTACK_BUGS["passes-before-receipt-on-each-send"] = (
+    PassesBeforeReceiptOnEachSend,
+    "passes the failpoint before_receipt again before each resend of a receipt after a 5xx (FPT-1)",
+)
 
 
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, doctor, files, memory, places, procs, text, traffic, writes
+from tests.fuzz.p1_workers import _base, doctor, files, memory, places, procs, readings, text, traffic, writes
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -62,6 +62,9 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "fork-loop": procs.ForksOnAndOn,
     "exits-non-zero-when-stopped": doctor.ExitsNonZeroWhenStopped,
     "forgets-its-journal-after-the-kill": doctor.ForgetsItsJournalAfterTheKill,
+    "own-rows-before-each-checkpoint": readings.OwnRowsBeforeEachCheckpoint,
+    "capture-loss-reconciled": readings.CaptureLossReconciled,
+    "receipt-failpoint-on-each-resend": readings.ReceiptFailpointOnEachResend,
 }
 
 

@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, memory, places, procs, text, traffic, writes
+from tests.fuzz.p1_workers import _base, files, memory, places, procs, readings, text, traffic, writes
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -61,6 +61,12 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "marker-overwritten": procs.OverwritesTheMarker,
     "fork-loop": procs.ForksOnAndOn,
 }
+ATTACKS.update(
+    {
+        "wait-reports-the-released-block": readings.ReportsTheReleasedBlockForEver,
+        "released-block-with-a-hostile-name": readings.ReleasedBlockWithAHostileName,
+    }
+)
 
 
 def main(argv: list[str]) -> int:

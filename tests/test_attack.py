@@ -346,6 +346,29 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         frozenset({"FPT-1"}),
     ),
 }
+# The other reading of a question p1.md 0.5 settles (golden/p1/scenarios/readings.yaml).
+STATIC.update(
+    {
+        # Attempt 1, abandoned at result_pending and superseded by attempt 2, gets no request before the claim.
+        "never-releases-at-startup": (
+            "p1-abandoned-attempt-is-released-at-every-restart",
+            "WORKER_RESTART_RESUME",
+            frozenset({"RESUME-1"}),
+        ),
+        # After the 404, it renews again, answered ACTIVE, and submits for attempt 1 (LEASE-4).
+        "renewal-rejection-is-unknown": (
+            "p1-renewal-answered-404-is-a-loss",
+            "LEASE_RENEWAL_RECOVERY",
+            frozenset({"LEASE-4"}),
+        ),
+        # The wait after continue still reports after_workspace_prepared_row (ADP-2).
+        "answers-continue-before-waking": (
+            "p1-continue-releases-the-block-before-it-answers",
+            "WORKER_RESTART_RESUME",
+            frozenset({"ADP-2"}),
+        ),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )

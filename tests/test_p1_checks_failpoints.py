@@ -32,6 +32,37 @@ def test_a_block_where_the_catalog_says_passes_and_no_block_is_nothing_to_judge(
     assert judged("failpoints.block", _blocked("after_claimed_row", "after_claimed_row", rows)) == []
 
 
+def test_the_block_continue_released_reported_again_is_adp_2_not_fpt_2() -> None:
+    # p1.md 0.5 G20: after p1.worker.continue has answered, a wait never reports the block it released.
+    rows = [_fp_row(1, "claimed")]
+    stale = Told().by("w1", "blocked", failpoint="after_claimed_row", armed="before_push", released="after_claimed_row",
+                      rows=rows, attempts=rows, cache=["absent", None], temporaries=[])
+    assert judged("failpoints.block", stale) == []  # ADP-2's, with the message that says what happened
+    (found,) = judged("failpoints.released", stale)
+    assert (found.clause, found.pointer, found.event) == ("ADP-2", "/wait/state", 0)
+    assert "'after_claimed_row'" in (found.note or "") and "before it answers continue" in (found.note or "")
+    # With nothing armed the wait wanted idle: the answer it got is the released block, ADP-2 of this rule alone.
+    answer = {"state": "blocked", "failpoint": "after_claimed_row", "pid": 7}
+    idle = Told().by("w1", "not-as-waited", wanted="idle", state="blocked", answer=answer, released="after_claimed_row")
+    (found,) = judged("failpoints.released", idle)
+    assert (found.clause, found.actual) == ("ADP-2", answer)
+    assert judged("processes.waits", idle) == []
+
+
+def test_a_block_at_the_released_name_is_no_finding_where_the_worker_may_have_reached_it_anew() -> None:
+    rows = [_fp_row(1, "claimed")]
+    for armed in ("after_claimed_row", "*"):  # armed again under that name, or the next site of any name
+        told = Told().by("w1", "blocked", failpoint="after_claimed_row", armed=armed, released="after_claimed_row",
+                         rows=rows, attempts=rows, cache=["absent", None], temporaries=[])
+        assert judged("failpoints.released", told) == []
+    # No continue since the last wait ended: nothing was released.
+    assert judged("failpoints.released", _blocked("after_claimed_row", "before_push", rows)) == []
+    answer = {"state": "blocked", "failpoint": "after_claimed_row", "pid": 7}
+    unreleased = Told().by("w1", "not-as-waited", wanted="idle", state="blocked", answer=answer, released=None)
+    assert judged("failpoints.released", unreleased) == []
+    assert clauses(judged("processes.waits", unreleased)) == ["ADP-2"]
+
+
 def test_a_block_at_another_site_than_armed_is_fpt_2() -> None:
     (found,) = judged("failpoints.block", _blocked("after_claimed_row", "before_push", [_fp_row(1, "claimed")]))
     assert (found.clause, found.pointer, found.expected, found.actual) == (

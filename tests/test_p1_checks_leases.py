@@ -49,6 +49,37 @@ def test_a_side_effect_after_the_worker_was_told_its_lease_was_lost_is_lease_4_e
     assert judged("leases.lost", quiet.logged("lease", event="revived", request=3, lease=lease)) == []
 
 
+@pytest.mark.parametrize("status", [404, 400])
+def test_a_side_effect_after_a_renewal_answered_404_or_400_is_lease_4_with_the_lease_still_active(status: int) -> None:
+    # p1.md 0.5 G13: any 4xx to a renewal is a loss, though a 404 or 400 that changed nothing leaves it ACTIVE.
+    lease = {"lease_id": "lease-1", "task_id": "t-1", "attempt": 1, "state": "ACTIVE"}
+    told = Told().logged("lease", event="granted", request=1, lease=lease)
+    told.logged("request", worker="w1", endpoint="renew", path="v1/leases/lease-1/renew", status=status, request=2,
+                answer="answer")
+    told.logged("request", worker="w1", endpoint="renew", path="v1/leases/lease-1/renew", status=200, request=3,
+                answer="answer")
+    told.logged("moment", check="push", task_id="t-1", attempt=1, ref="refs/heads/main", new="c" * 40)
+    told.logged("moment", check="submission", request=4, task_id="t-1", attempt=1, key="k", result_hash="h")
+    told.logged("request", worker="w1", endpoint="result", path="v1/tasks/t-1/result", status=201, request=4,
+                answer="answer")
+    (found,) = judged("leases.lost", told)
+    assert (found.clause, found.pointer) == ("LEASE-4", "/control-plane/t-1/1/lost/w")
+    assert [effect["endpoint"] for effect in found.actual] == ["push", "result"]
+    assert f"a renewal answered {status}" in (found.note or "") and "any 4xx" in (found.note or "")
+
+
+@pytest.mark.parametrize(("status", "answer"), [(503, "answer"), (500, "answer"), (404, "drop"), (409, "delay")])
+def test_a_renewal_answered_5xx_or_not_at_all_tells_no_loss(status: int, answer: str) -> None:
+    lease = {"lease_id": "lease-1", "task_id": "t-1", "attempt": 1, "state": "ACTIVE"}
+    told = Told().logged("lease", event="granted", request=1, lease=lease)
+    told.logged("request", worker="w1", endpoint="renew", path="v1/leases/lease-1/renew", status=status, request=2,
+                answer=answer)
+    told.logged("moment", check="submission", request=3, task_id="t-1", attempt=1, key="k", result_hash="h")
+    told.logged("request", worker="w1", endpoint="result", path="v1/tasks/t-1/result", status=201, request=3,
+                answer="answer")
+    assert judged("leases.lost", told) == []
+
+
 # -- LEASE-3: renewal on CP time -----------------------------------------------------------------------------------
 
 START = 1_000_000

@@ -137,6 +137,8 @@ def test_resume_1_needs_each_open_attempt_touched_before_the_first_claim() -> No
     assert judged("resume.open_attempts", _restart(open_rows)) == []  # it never claimed
     (found,) = judged("resume.open_attempts", _restart(open_rows, claim, renew))
     assert found.clause == "RESUME-1" and "'a' attempt 1" in (found.note or "")
+    # It says what to do, for an abandoned attempt too: resuming one is what LEASE-4 forbids.
+    assert "releases its lease" in (found.note or "") and "resuming the open" not in (found.note or "")
     # Another process's requests do not count for this one.
     (found,) = judged("resume.open_attempts", _restart(open_rows, ("w1", "renew", "v1/leases/L-a/renew"), claim))
     assert found.clause == "RESUME-1"

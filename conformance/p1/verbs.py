@@ -84,6 +84,7 @@ def continue_(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None
     fields = {"failpoint": {"name": point["name"], "hit": point.get("hit", 1)}} if point else {}
     worker.ask("p1.worker.continue", **fields)
     worker.armed = point["name"] if point else None
+    worker.released = worker.blocked_name  # ADP-2: from here on, no wait may report this block
 
 
 def clock(drive: Drive, worker: Worker, argument: int) -> None:

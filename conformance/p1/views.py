@@ -4,8 +4,8 @@ The harness records (``world.World.record``): every journal read, the control pl
 are made, each worker process started, blocked, killed, exited or stopped, each change the kit made, and
 what it read once the last step was done. This module only selects and reshapes those events and the
 control plane's log (CP-19) among them: what each 409 answer to a result submission carried (SUB-5), the
-clock moves and lease events in log order (LEASE-3), the leases revived after a worker was told they were
-lost (LEASE-4), the governed side effects around an orderly stop (RESUME-5). It reads no file and talks to
+clock moves and lease events in log order (LEASE-3), the leases a worker was told were lost and what it did
+after (LEASE-4), the governed side effects around an orderly stop (RESUME-5). It reads no file and talks to
 no process, so a verdict is a function of the history and the scenario alone.
 """
 
@@ -276,14 +276,14 @@ def _renewed_lease(entry: Mapping[str, Any]) -> str | None:
     return unquote(parts[2])
 
 
-def revived_after_loss(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each lease the control plane revived (a replayed delivery, CP-21) after it had told a worker that the
-    lease was lost (LEASE-4: a renewal answered other than 200, or a governed side effect answered 403), with
-    the governed side effects of that worker's journal for the lease's attempt after the revival: submissions
-    and receipts by any of its processes, and pushes that followed a renewal of the lease by one of them (a
-    push follows its renewal, LEASE-3, and the origin does not know the worker)."""
+def after_loss(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each lease the control plane told a worker was lost (LEASE-4: a renewal answered with a 4xx, p1.md 0.5
+    G13, or a governed side effect answered 403), with the governed side effects of that worker's journal for the
+    lease's attempt after the telling: submissions and receipts by any of its processes, and pushes that followed a
+    renewal of the lease by one of them (a push follows its renewal, LEASE-3, and the origin does not know the
+    worker); ``revived`` says whether a replayed delivery (CP-21) made the lease ACTIVE again since. A 5xx or no
+    answer tells nothing (p1.md 0.4)."""
     attempt_of: dict[str, tuple[Any, Any]] = {}  # lease_id -> (task_id, attempt)
-    told: dict[tuple[str, str], str] = {}  # (journal, lease_id) -> what told it
     moments: dict[Any, Mapping[str, Any]] = {}  # request number -> its submission or receipt moment
     renewed_by: dict[str, str] = {}  # lease_id -> the journal of its latest renewal
     found: list[dict[str, Any]] = []
@@ -291,27 +291,17 @@ def revived_after_loss(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
         kind = entry.get("kind")
         if kind == "lease" and isinstance(entry.get("lease"), Mapping):
             lease = entry["lease"]
-            attempt_of[str(lease.get("lease_id"))] = (lease.get("task_id"), lease.get("attempt"))
+            lease_id = str(lease.get("lease_id"))
+            attempt_of[lease_id] = (lease.get("task_id"), lease.get("attempt"))
             if entry.get("event") == "revived":
-                lease_id = str(lease.get("lease_id"))
-                found += [
-                    {
-                        "journal": j,
-                        "lease_id": lease_id,
-                        "task_id": attempt_of[lease_id][0],
-                        "attempt": attempt_of[lease_id][1],
-                        "told": why,
-                        "governed": [],
-                    }
-                    for (j, held), why in told.items()
-                    if held == lease_id
-                ]
+                for loss in found:
+                    loss["revived"] = loss["revived"] or loss["lease_id"] == lease_id
         elif kind == "moment" and entry.get("check") in ("submission", "receipt"):
             moments[entry.get("request")] = entry
         elif kind == "moment" and entry.get("check") == "push":
-            _note_push(found, entry, attempt_of, renewed_by)
+            _note_push(found, entry, renewed_by)
         elif kind == "request":
-            _note_request(found, entry, moments.get(entry.get("request")), attempt_of, told, renewed_by)
+            _note_request(found, entry, moments.get(entry.get("request")), attempt_of, renewed_by)
     return found
 
 
@@ -320,40 +310,43 @@ def _note_request(
     entry: Mapping[str, Any],
     moment: Mapping[str, Any] | None,
     attempt_of: Mapping[str, tuple[Any, Any]],
-    told: dict[tuple[str, str], str],
     renewed_by: dict[str, str],
 ) -> None:
     journal, status, answered = _journal(entry.get("worker")), entry.get("status"), entry.get("answer") == "answer"
     lease_id = _renewed_lease(entry)
     if lease_id is not None:
         renewed_by[lease_id] = journal
-        if status != 200 and answered:
-            told.setdefault((journal, lease_id), f"a renewal answered {status!r}")
+        if answered and isinstance(status, int) and 400 <= status < 500:
+            _told(found, journal, lease_id, attempt_of, f"a renewal answered {status!r}")
         return
     if moment is None:
         return
     which = (moment.get("task_id"), moment.get("attempt"))
-    if status == 403 and answered:
-        for lease_id, owner in attempt_of.items():
+    for loss in found:
+        if loss["journal"] == journal and (loss["task_id"], loss["attempt"]) == which:
+            loss["governed"].append({"endpoint": entry.get("endpoint"), "path": entry.get("path"), "status": status})
+    if status == 403 and answered:  # after the side effects already told: this one is the telling
+        for held, owner in attempt_of.items():
             if owner == which:
-                told.setdefault((journal, lease_id), f"a {moment.get('check')} answered 403")
-    for revival in found:
-        if revival["journal"] == journal and (revival["task_id"], revival["attempt"]) == which:
-            revival["governed"].append({"endpoint": entry.get("endpoint"), "path": entry.get("path"), "status": status})
+                _told(found, journal, held, attempt_of, f"a {moment.get('check')} answered 403")
 
 
-def _note_push(
-    found: list[dict[str, Any]],
-    entry: Mapping[str, Any],
-    attempt_of: Mapping[str, tuple[Any, Any]],
-    renewed_by: Mapping[str, str],
+def _told(
+    found: list[dict[str, Any]], journal: str, lease_id: str, attempt_of: Mapping[str, tuple[Any, Any]], why: str
 ) -> None:
+    """Note that *journal*'s worker was told *why* that *lease_id* is lost, unless it was told before."""
+    if any(loss["journal"] == journal and loss["lease_id"] == lease_id for loss in found):
+        return
+    task_id, attempt = attempt_of.get(lease_id, (None, None))
+    found.append({"journal": journal, "lease_id": lease_id, "task_id": task_id, "attempt": attempt, "told": why,
+                  "revived": False, "governed": []})
+
+
+def _note_push(found: list[dict[str, Any]], entry: Mapping[str, Any], renewed_by: Mapping[str, str]) -> None:
     which = (entry.get("task_id"), entry.get("attempt"))
-    for revival in found:
-        if (revival["task_id"], revival["attempt"]) == which and renewed_by.get(revival["lease_id"]) == revival[
-            "journal"
-        ]:
-            revival["governed"].append({"endpoint": "push", "ref": entry.get("ref"), "new": entry.get("new")})
+    for loss in found:
+        if (loss["task_id"], loss["attempt"]) == which and renewed_by.get(loss["lease_id"]) == loss["journal"]:
+            loss["governed"].append({"endpoint": "push", "ref": entry.get("ref"), "new": entry.get("new")})
 
 
 def effects_after_stops(log: Sequence[Mapping[str, Any]], stops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

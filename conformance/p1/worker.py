@@ -76,6 +76,8 @@ class Worker:
         self.claims_journal = False
         self.claims_log = False  # p1.journal-log: each process appends its connections to a file of the kit's
         self.blocked = False  # the current process is blocked at its failpoint: it can be asked before a kill
+        self.blocked_name: str | None = None  # the failpoint it last blocked at
+        self.released: str | None = None  # the block p1.worker.continue released, until a wait has ended since
         self.disk_fault: Mapping[str, Any] | None = None  # armed on the current worker (p1.disk-faults)
         self.tool = False  # the current worker runs the kit's tool (p1.tools)
         self.exited = False
@@ -141,6 +143,7 @@ class Worker:
         self.world.record_rows(rows, second=not self.primary, why="start", worker=self.name)
         self.marker = self.world.root / f"exit-{self.name}.marker"
         self.blocked = False
+        self.released = None
         fields: dict[str, Any] = {
             "config": {
                 "controlPlaneUrl": self.control.base_url(self.name),
@@ -265,6 +268,7 @@ class Worker:
                 self.world.record(self.name, "state", wanted=wanted, answer=answer)
                 if wanted == "blocked":
                     self._confirm_block(answer)
+                self.released = None
                 if wanted == "exited":
                     self.exited = True
                     marker = self.marker is not None and self.marker.exists()
@@ -284,7 +288,8 @@ class Worker:
                 state = "running"
             if state != "running":
                 raise self.world.stop(
-                    self.name, "not-as-waited", wanted=wanted, state=state, answer=answer, diskFault=self.disk_fault
+                    self.name, "not-as-waited", wanted=wanted, state=state, answer=answer, diskFault=self.disk_fault,
+                    released=self.released,
                 )
             if time.monotonic() > deadline:
                 raise self.world.stop(self.name, "not-in-time", wanted=wanted, state=state, seconds=self.world.budget)
@@ -325,13 +330,15 @@ class Worker:
             if state == "blocked":
                 self.world.record(self.name, "state", wanted="blocked or idle", answer=answer)
                 self._confirm_block(answer)
+                self.released = None
                 return "blocked"
             log = self.control.log()
             if state == "idle" and _empty_claim_since(log, self.world.changed_at, self.name):
                 self.world.record(self.name, "state", wanted="blocked or idle", answer=answer)
                 return "idle"
             if state not in ("idle", "running"):
-                raise self.world.stop(self.name, "not-as-waited", wanted="blocked or idle", state=state, answer=answer)
+                raise self.world.stop(self.name, "not-as-waited", wanted="blocked or idle", state=state, answer=answer,
+                                      released=self.released)
             if state == "idle":
                 self.control.await_entries(len(log), NEXT_REQUEST_S)
             if time.monotonic() > deadline:
@@ -348,13 +355,14 @@ class Worker:
         temporaries = [evidence.read_cache_file(self.state_dir, tasks_dir / name) for name in names]
         cache = evidence.read_cache(self.state_dir, task_rows[-1]["task_id"]) if task_rows else ("absent", None)
         self.world.judge_now(self.world.record(
-            self.name, "blocked", failpoint=name, armed=self.armed, rows=[dict(row) for row in task_rows],
+            self.name, "blocked", failpoint=name, armed=self.armed, released=self.released,
+            rows=[dict(row) for row in task_rows],
             attempts=[dict(row) for row in attempts], cache=list(cache), temporaries=[list(t) for t in temporaries],
         ))
         if "pid" in answer and answer["pid"] != self.pid:
             self._adopt(answer["pid"], "p1.worker.wait")
         self.world.blocked_at.append(str(name))
-        self.blocked = True
+        self.blocked, self.blocked_name = True, str(name)
 
     def kill(self) -> None:
         """Kill the worker's process for real (a crash: no exit path may run, CRASH-2) and reap it."""

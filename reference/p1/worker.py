@@ -126,10 +126,10 @@ class Worker:
             attempt = Attempt(list(group))
             if attempt.last.phase in TERMINAL:
                 self._finish(attempt)
-            elif self._superseded(attempt):
-                continue  # SCOPE-7: a later attempt of the task has rows
-            elif self._abandoned(attempt):
-                self._release(attempt.lease_id)  # LEASE-4: a lease revived since is given back, never used
+            elif self._superseded(attempt) or self._abandoned(attempt):
+                # RESUME-1: never resumed (SCOPE-7, LEASE-4), but released before the first claim, which gives
+                # back a lease revived since; the release is the request about the attempt the kit waits for
+                self._release(attempt.lease_id)
             else:
                 self._resume(attempt, count_recovery=True)
 

@@ -117,6 +117,13 @@ ATTACKS = [
            clauses=("LEASE-4",)),
     Attack("receipt-failpoint-on-each-resend", "p1-receipt-resent-passes-no-failpoint", clauses=("FPT-1",)),
 ]
+# The block p1.worker.continue released, reported for ever (tests/fuzz/p1_workers/settled.py, p1.md 0.5 G20).
+RELEASED = "p1-continue-releases-the-block-before-it-answers"
+ATTACKS += [
+    Attack("wait-reports-the-released-block", RELEASED, clauses=("ADP-2",)),
+    # The object where a name belongs breaks the wait's schema: the case errors, saying where, in a bounded message.
+    Attack("released-block-with-a-hostile-name", RELEASED, refused="breaks the protocol schema at /result/failpoint"),
+]
 
 
 def decoy_journal(context: Context) -> Path:

@@ -208,7 +208,9 @@ export class Worker {
     this.attempts = attempts;
     for (const att of attempts.values()) {
       if (!TERMINAL.has(att.last.phase) && this.superseded(att)) {
-        att.abandoned = true; // SCOPE-7: no row and no governed side effect for it
+        // SCOPE-7: no row and no governed side effect for it; RESUME-1: its lease released before any claim
+        att.abandoned = true;
+        await this.releaseLease(att.leaseId);
         continue;
       }
       if (!TERMINAL.has(att.last.phase) && this.wasAbandoned(att)) {

@@ -31,10 +31,48 @@ OTHER_FAILPOINTS = (
 )
 
 
+def released(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """ADP-2: once ``p1.worker.continue`` has answered, no ``p1.worker.wait`` reports the block it released.
+
+    The harness notes on each block and each wait that ended in another state than the one waited for the block
+    the last ``continue`` released, if no wait has ended since. A report of that block again is judged only where
+    the worker cannot have reached the same site anew: the failpoint armed by the ``continue`` has another name
+    (or none), and is not ``*``, whose next hit may be a site of the same name."""
+    found = []
+    for event in (*history.of(None, "blocked"), *history.of(None, "not-as-waited")):
+        name = still_released(event)
+        if name is not None:
+            note = (
+                f"p1.worker.continue had answered, releasing the block at {name!r}, yet a p1.worker.wait still "
+                "reported that block: the adapter must mark the worker running before it answers continue, not "
+                "leave it to the worker's thread to wake up"
+            )
+            answer = event.get("answer") or {"state": "blocked", "failpoint": name}
+            found.append(Mismatch("/wait/state", "not the released block", answer, "ADP-2", note, event=event.seq))
+    return found
+
+
+def still_released(event: Event) -> str | None:
+    """The failpoint a block or an unexpected wait answer (*event*) reports although ``continue`` released it
+    and the worker cannot have reached it anew (see :func:`released`); None for any other event."""
+    releases, armed = event.get("released"), event.get("armed")
+    if event.kind == "blocked":
+        name = event.get("failpoint")
+    else:
+        answer = event.get("answer")
+        name = answer.get("failpoint") if isinstance(answer, Mapping) and answer.get("state") == "blocked" else None
+    if not isinstance(name, str) or name != releases or armed in (name, ANY_FAILPOINT):
+        return None
+    return name
+
+
 def block(history: Story, scenario: Scenario) -> list[Mismatch]:
-    """FPT-1 and FPT-2: each block at a site the catalog names, the one armed, in the state named there."""
+    """FPT-1 and FPT-2: each block at a site the catalog names, the one armed, in the state named there; a block
+    ``continue`` released, still reported, is ADP-2's (:func:`released`)."""
     found = []
     for event in history.of(None, "blocked"):
+        if still_released(event) is not None:
+            continue
         name, armed = event.get("failpoint"), event.get("armed")
         if armed == ANY_FAILPOINT and isinstance(name, str):
             if not known_failpoint(name):

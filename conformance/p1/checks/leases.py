@@ -27,19 +27,10 @@ RENEWING = ("workspace_prepared", "verification_passed", "source_capture_done", 
 
 def lost(history: Story, scenario: Scenario) -> list[Mismatch]:
     """LEASE-4 (EVID-4): no push and no submission reached the kit while the attempt's lease was not ACTIVE, and
-    none from a worker that was told the lease was lost, even once a replayed delivery made it ACTIVE again."""
-    found = [
-        _m(
-            "LEASE-4",
-            f"/control-plane/{revival['task_id']}/{revival['attempt']}/revived/{revival['journal']}",
-            [],
-            list(revival["governed"]),
-            f"governed side effects for an abandoned attempt: the control plane had told this worker that lease "
-            f"{revival['lease_id']!r} was lost ({revival['told']}) before a replayed delivery made it ACTIVE again",
-        )
-        for revival in history.revivals
-        if revival["governed"]
-    ]
+    none from a worker that was told the lease was lost (a renewal answered with a 4xx, a side effect with 403),
+    whatever the control plane says of the lease later: a 404 or a 400 that changed nothing, a replayed delivery
+    that made it ACTIVE again."""
+    found = [_after_loss(loss) for loss in history.losses if loss["governed"]]
     for index, push in enumerate(history.pushes):
         lease = push.get("lease")
         state = lease.get("state") if isinstance(lease, Mapping) else None
@@ -85,6 +76,16 @@ def capture_losses(history: Story, scenario: Scenario) -> list[Mismatch]:
                "reconciliation_required: lease_not_converged", note)
         )
     return found
+def _after_loss(loss: Mapping[str, Any]) -> Mismatch:
+    revived = loss["revived"]
+    since = "before a replayed delivery made it ACTIVE again" if revived else "and the lease stays lost for the worker"
+    note = (
+        f"governed side effects for an abandoned attempt: the control plane had told this worker that lease "
+        f"{loss['lease_id']!r} was lost ({loss['told']}) {since}; any 4xx to a renewal is a loss, only a 5xx or "
+        "no answer leaves it unknown"
+    )
+    where = f"/control-plane/{loss['task_id']}/{loss['attempt']}/{'revived' if revived else 'lost'}/{loss['journal']}"
+    return _m("LEASE-4", where, [], list(loss["governed"]), note)
 
 
 def renewals(history: Story, scenario: Scenario) -> list[Mismatch]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import views
+from resumekit.conformance.p1.checks import failpoints
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
@@ -69,6 +70,8 @@ def waits(history: Story, scenario: Scenario) -> list[Mismatch]:
     for event in _seen(history, "not-as-waited"):
         if event.get("diskFault"):
             continue  # JNL-8's (journal.fatal_exits)
+        if failpoints.still_released(event) is not None:
+            continue  # the block continue released, reported again (failpoints.released)
         wanted, state, answer = event.get("wanted"), event.get("state"), event.get("answer")
         note = f"waited for the worker to be {wanted}, it is {state}"
         found.append(Mismatch("/wait/state", wanted, answer, "ADP-2", note, event=event.seq))

@@ -4,9 +4,11 @@ that no superseded attempt writes on (SCOPE-7) and what an attempt served agains
 SCOPE-7); that a restarted worker resumes every open attempt before it claims (RESUME-1), and that an orderly
 stop ends it through its exit path, status 0, with no governed side effect on the way (RESUME-5).
 
-An attempt counts as resumed once the process has sent a request about it (a renewal or release of its
+An open attempt counts as handled once the process has sent a request about it (a renewal or release of its
 lease, or a read, result or report of its task): RESUME-2 has it take the lease from its rows and renew it
-first, so even an attempt whose lease turns out lost is touched before any claim.
+first, so even an attempt whose lease turns out lost is touched before any claim, and one it never resumes
+(abandoned, LEASE-4, which the kit cannot tell from the journal's checkpoints, or superseded, SCOPE-7) gets the
+release of its lease.
 """
 
 from __future__ import annotations
@@ -238,8 +240,14 @@ def _process_order(process: str, open_rows: Sequence[Row], requests: Sequence[Ma
     pointer = f"/workers/{process}/requests/{first_claim}"
     missing = [_name(row) for row, at in zip(open_rows, touched, strict=True) if at is None]
     if missing:
-        note = f"{process} claimed new work before resuming the open attempt(s) {', '.join(missing)} of its journal"
-        return [_m("RESUME-1", pointer, "every open attempt resumed before a claim", "claim", note)]
+        note = (
+            f"{process} claimed new work before any request about the attempt(s) {', '.join(missing)} its journal "
+            "held open: at a start, each attempt whose last row is not terminal gets a request before the first "
+            "claim; the worker resumes it (RESUME-2: the renewal of its lease comes first), or, when it was "
+            "abandoned (LEASE-4) or superseded (SCOPE-7) and is never resumed, releases its lease"
+        )
+        expected = "a request about every open attempt before a claim"
+        return [_m("RESUME-1", pointer, expected, "claim", note)]
     at = [index for index in touched if index is not None]  # every one, once none is missing
     if at != sorted(at):
         order = [_name(row) for _, row in sorted(zip(at, open_rows, strict=True), key=lambda pair: pair[0])]

@@ -61,6 +61,7 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     # what stops a scenario where it stands
     Rule("failpoints.block", ("FPT-1", "FPT-2", "CACHE-2", "SUB-1", "COMMIT-5"), failpoints.block, at_stop=True),
+    Rule("failpoints.released", ("ADP-2",), failpoints.released, at_stop=True),
     Rule("journal.readable", ("JNL-1",), journal.readable, at_stop=True),
     Rule("journal.fatal_exits", ("JNL-8",), journal.fatal_exits, at_stop=True),
     Rule("processes.replies", ("ADP-2",), processes.replies, at_stop=True),

@@ -203,9 +203,9 @@ class Story:
         return views.faulty_deliveries(self.log)
 
     @cached_property
-    def revivals(self) -> list[dict[str, Any]]:
-        """Leases revived after the worker was told they were lost, with what it then did (LEASE-4)."""
-        return views.revived_after_loss(self.log)
+    def losses(self) -> list[dict[str, Any]]:
+        """Leases a worker was told were lost, with what it did after and whether they were revived (LEASE-4)."""
+        return views.after_loss(self.log)
 
     @cached_property
     def stopped(self) -> list[dict[str, Any]]:

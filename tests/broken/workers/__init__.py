@@ -66,6 +66,11 @@ from tests.broken.workers.scope import (
     ReusesAcrossGenerations,
     ReusesCommitDoneAcrossBindings,
 )
+from tests.broken.workers.settled import (
+    AnswersContinueBeforeWaking,
+    NeverReleasesAtStartup,
+    RenewalRejectionIsUnknown,
+)
 from tests.broken.workers.submission import (
     AcceptsAny409,
     AcceptsSameBodyInAnyState,
@@ -281,3 +286,17 @@ def main(argv: list[str]) -> int:
     setattr(reference, "Worker", worker_class)  # noqa: B010
     return adapter.serve(sys.stdin, sys.stdout)
 
+
+# The other reading of a question p1.md 0.5 settles, each caught by its scenario in golden/p1/scenarios/readings.yaml.
+ATTACK_BUGS["never-releases-at-startup"] = (
+    NeverReleasesAtStartup,
+    "sends no request at startup about an attempt it abandoned or that a later attempt superseded (RESUME-1)",
+)
+ATTACK_BUGS["renewal-rejection-is-unknown"] = (
+    RenewalRejectionIsUnknown,
+    "takes a renewal answered 404 or 400 for an unknown answer and renews again, then submits (LEASE-4)",
+)
+ATTACK_BUGS["answers-continue-before-waking"] = (
+    AnswersContinueBeforeWaking,
+    "answers p1.worker.continue before the worker is running, so a wait still reports the released block (ADP-2)",
+)

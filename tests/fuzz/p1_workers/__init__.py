@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, doctor, files, memory, places, procs, readings, text, traffic, writes
+from tests.fuzz.p1_workers import _base, doctor, files, memory, places, procs, readings, settled, text, traffic, writes
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -66,6 +66,12 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "capture-loss-reconciled": readings.CaptureLossReconciled,
     "receipt-failpoint-on-each-resend": readings.ReceiptFailpointOnEachResend,
 }
+ATTACKS.update(
+    {
+        "wait-reports-the-released-block": settled.ReportsTheReleasedBlockForEver,
+        "released-block-with-a-hostile-name": settled.ReleasedBlockWithAHostileName,
+    }
+)
 
 
 def main(argv: list[str]) -> int:

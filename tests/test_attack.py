@@ -234,6 +234,13 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKER_RESTART_RESUME",
         frozenset({"ADP-2"}),
     ),
+    # It announces a tool itself instead of running it (the announce file's URL carries the secret): what the kit
+    # sees of the process named, no tool running in the workspace, fails ADP-2 (Linux; elsewhere the kit cannot look).
+    "forges-the-tool-report": (
+        "p1-tool-runs-to-its-end-and-changes-no-result",
+        "WORKER_RESTART_RESUME",
+        frozenset({"ADP-2"}),
+    ),
     # The replayed attempt 1 is resumed from its journal with its revived lease: rows after attempt 2's,
     # a receipt and a submission for it.
     "ignores-superseded-attempts": (

@@ -124,6 +124,25 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     # The answer to p1.journal.settings lists no connection while the journal log lists one: the contradiction fails
     # ADP-3 (CHECKPOINT_DURABLE_WRITE's) in every scenario, each of which asks once the last step is done.
     "hides-its-connections": (frozenset({"CHECKPOINT_DURABLE_WRITE"}), frozenset(SELECTION), frozenset({"ADP-3"})),
+    # Stories that pass and are false, caught in the two scenarios of the selection with a commit task. A commit of
+    # another tree landed where C should: TASK-4 (RESUME_FROM_CHECKPOINT's and RETRY_IDEMPOTENT...'s).
+    "lands-another-tree": (
+        frozenset({"RESUME_FROM_CHECKPOINT", "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT"}),
+        frozenset({"p1-commit-completes", "p1-restart-at-commit-done-pushes-nothing-again"}),
+        frozenset({"TASK-4"}),
+    ),
+    # result_pending with no receipt confirmed before it: COMMIT-4 (CRASH_RECOVERY_... and LEASE_RENEWAL_...'s).
+    "converges-without-the-receipt": (
+        frozenset({"CRASH_RECOVERY_CONVERGENCE", "LEASE_RENEWAL_RECOVERY"}),
+        frozenset({"p1-commit-completes", "p1-restart-at-commit-done-pushes-nothing-again"}),
+        frozenset({"COMMIT-4"}),
+    ),
+    # A reset behind the hook, reported on the kit's own path with the secret: no landed push bears it out (COMMIT-3).
+    "forges-the-ref-report": (
+        frozenset({"RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT"}),
+        frozenset({"p1-commit-completes", "p1-restart-at-commit-done-pushes-nothing-again"}),
+        frozenset({"COMMIT-3"}),
+    ),
 }
 if "leaves-a-daemon" in BUGS:  # Linux only: elsewhere the kit cannot look for what escaped the adapter's tree
     # Every startup leaves a daemon outside the adapter's session: after each scenario the kit finds it by the

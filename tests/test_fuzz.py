@@ -169,7 +169,11 @@ P1_ATTACKS = {a.name: a for a in p1.ATTACKS}
 
 @POSIX
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-@pytest.mark.parametrize(("name", "clause"), [("journal-fifo", "JNL-1"), ("cache-link-to-dev-zero", "CACHE-1")])
+@pytest.mark.parametrize(
+    ("name", "clause"),
+    # the last: reports forged on the kit's own paths with the secret the worker read in the origin's policy
+    [("journal-fifo", "JNL-1"), ("cache-link-to-dev-zero", "CACHE-1"), ("ref-written-then-reported", "COMMIT-3")],
+)
 def test_a_hostile_p1_worker_fails_its_case_naming_the_clause(name: str, clause: str, context: Context) -> None:
     folder = context.work / "p1"
     outcome = p1.run_attack(context, P1_ATTACKS[name], folder, guard=120)

@@ -192,3 +192,146 @@ def test_every_push_is_a_fast_forward_of_the_target_branch() -> None:
     # Without the tasks, no ref is a target branch: nothing passes.
     bare = Told().logged("push", **_push())
     assert [m.pointer for m in judged("commit.origin_pushes", bare)] == ["/origin/pushes/0/ref"]
+
+
+# -- TASK-4: what the target branch gained is the governed commit the kit computes ------------------------------
+
+OTHER = "e" * 40  # a commit on C's parent with another tree: the hook lets it land as it would C
+
+
+def _gained(gained: list[str], governed: list[str] | None, moved: list[dict[str, Any]] = []) -> Told:  # noqa: B006
+    """t-1's branch gained *gained* once the last step was done; the kit computed *governed* (None: no reading)."""
+    told = Told().at_end(tasks={"t-1": {"task": TASK, "attempts": [TASK]}}, commits={"t-1": gained})
+    if governed is None:
+        return told
+    computed = [{"repository": "acme/w", "ref": MAIN, "task_id": "t-1", "attempt": 1, "base_oid": BASE,
+                 "commit": oid} for oid in governed]
+    return told.origins(kit_refs={"acme/w": {MAIN: BASE, "refs/heads/later": LATER}}, ref_updates=moved,
+                        governed=computed)
+
+
+def test_a_branch_that_gained_another_commit_than_c_is_task_4() -> None:
+    (found,) = judged("commit.landed", _gained([OTHER], [C]))
+    found_as = (found.clause, found.pointer, found.expected, found.actual)
+    assert found_as == ("TASK-4", "/origin/t-1/commits/0", [C], OTHER)
+    assert "not the governed commit the kit computes" in (found.note or "")
+    # Beside C, a second commit is COMMIT-3's (pushed_once) and not C either.
+    assert [m.actual for m in judged("commit.landed", _gained([C, OTHER], [C]))] == [OTHER]
+
+
+def test_a_gained_commit_with_no_governed_commit_computed_does_not_pass() -> None:
+    # The kit read the branch but computed no C (origins unread, or no attempt it could compute): nothing bears
+    # the commit out.
+    assert clauses(judged("commit.landed", _gained([C], None))) == ["TASK-4"]
+    assert clauses(judged("commit.landed", _gained([C], []))) == ["TASK-4"]
+
+
+def test_c_or_a_commit_the_kit_put_there_passes() -> None:
+    assert judged("commit.landed", Told()) == []
+    assert judged("commit.landed", _gained([], [C])) == []  # no commit due (or none landed): COMMIT-3's to judge
+    assert judged("commit.landed", _gained([C], [C])) == []
+    assert judged("commit.landed", _gained([LATER, C], [C])) == []  # the kit's own later commit below it
+    moved = [{"repository": "acme/w", "ref": MAIN, "new": OTHER, "by": "kit"}]
+    assert judged("commit.landed", _gained([OTHER], [C], moved)) == []  # where the kit moved the branch
+    # A governed commit of another task is not this task's.
+    elsewhere = _gained([C], None)
+    elsewhere.origins(governed=[{"repository": "acme/w", "ref": MAIN, "task_id": "t-2", "attempt": 1,
+                                 "base_oid": BASE, "commit": C}])
+    assert clauses(judged("commit.landed", elsewhere)) == ["TASK-4"]
+
+
+# -- COMMIT-4: the receipt answered confirmed before result_pending --------------------------------------------
+
+
+def _converging(receipt: dict[str, Any] | None, *, after: bool = False, journal: str = "first") -> Told:
+    """t-1 attempt 1 writes commit_done (C) then result_pending; the control plane logs *receipt* (None: none)
+    before the kit's read that shows result_pending, or *after* it."""
+    done = [row(1, "claimed"), row(2, "verification_passed"), row(3, "commit_done", commit_oid=C)]
+    pending = [*done, row(4, "result_pending", commit_oid=C)]
+    told = Told().read(done, why="moment", journal=journal)
+    if receipt is not None and not after:
+        told.logged("receipt", **receipt)
+    told.read(pending, why="wait", journal=journal)
+    if receipt is not None and after:
+        told.logged("receipt", **receipt)
+    return told.read(pending, journal=journal)
+
+
+CONFIRMED = {"job_id": "j", "task_id": "t-1", "attempt": 1, "commit_oid": C, "visibility": "confirmed"}
+
+
+def test_result_pending_without_a_confirmed_receipt_before_it_is_commit_4() -> None:
+    (found,) = judged("commit.confirmed_first", _converging(None))
+    assert (found.clause, found.pointer, found.actual, found.event) == ("COMMIT-4", "/journal/t-1/1/receipt", None, 1)
+    assert "went on from commit_done to result_pending" in (found.note or "")
+    assert clauses(judged("commit.confirmed_first", _converging(CONFIRMED, after=True))) == ["COMMIT-4"]
+    for wrong in ({"visibility": "not_visible"}, {"commit_oid": OTHER}, {"attempt": 2}, {"task_id": "t-2"}):
+        assert clauses(judged("commit.confirmed_first", _converging({**CONFIRMED, **wrong}))) == ["COMMIT-4"]
+    second = judged("commit.confirmed_first", _converging(None, journal="second"))
+    assert [m.pointer for m in second] == ["/second-worker/journal/t-1/1/receipt"]
+
+
+def test_a_confirmed_receipt_before_result_pending_passes() -> None:
+    assert judged("commit.confirmed_first", Told()) == []
+    assert judged("commit.confirmed_first", _converging(CONFIRMED)) == []
+    # commit_done alone, or a reconciliation after it, goes on to nothing the receipt gates.
+    done = [row(1, "claimed"), row(2, "commit_done", commit_oid=C), row(3, "reconciliation_required")]
+    assert judged("commit.confirmed_first", Told().read(done)) == []
+
+
+def test_a_reused_result_pending_is_submitted_only_after_its_attempts_receipt() -> None:
+    reused = [row(1, "claimed", attempt=2), row(2, "result_pending", attempt=2, commit_oid=C, reused_from=9)]
+    submitted = Told().read(reused, why="moment").logged("moment", check="submission", task_id="t-1", attempt=2)
+    assert clauses(judged("commit.confirmed_first", submitted)) == ["COMMIT-4"]
+    receipt = {**CONFIRMED, "attempt": 2}
+    told = Told().read(reused, why="moment").logged("receipt", **receipt)
+    told.logged("moment", check="submission", task_id="t-1", attempt=2)
+    assert judged("commit.confirmed_first", told) == []
+    assert judged("commit.confirmed_first", Told().read(reused)) == []  # never submitted: nothing yet to hold
+
+
+# -- COMMIT-3: a report that a ref moved is borne out by the kit's own reading ----------------------------------
+
+
+def _report(push: dict[str, Any] | None, report: dict[str, Any]) -> Told:
+    """The hook asked about *push* (None: never), then a report that main moved came in on the kit's path."""
+    told = Told()
+    if push is not None:
+        told.logged("push", **{"repository": "acme/w", "ref": MAIN, "old": BASE, "new": C, "accepted": True,
+                               "read": BASE, **push})
+    return told.logged("origin_ref_updated", **{"repository": "acme/w", "ref": MAIN, "old": BASE, "new": C,
+                                                 "read": C, **report})
+
+
+def test_a_report_no_landed_push_bears_out_is_commit_3() -> None:
+    (found,) = judged("commit.ref_reports", _report(None, {}))
+    assert (found.clause, found.pointer, found.event) == ("COMMIT-3", "/origin/acme/w/reports/0", 0)
+    assert "let no such update land" in (found.note or "")
+    assert clauses(judged("commit.ref_reports", _report({"accepted": False}, {}))) == ["COMMIT-3"]
+    assert clauses(judged("commit.ref_reports", _report({"new": OTHER}, {}))) == ["COMMIT-3"]
+    # A reset reported after the governed push: no update from C to the base was ever let land.
+    reset = _report({}, {}).logged("origin_ref_updated", repository="acme/w", ref=MAIN, old=C, new=BASE, read=BASE)
+    assert [m.pointer for m in judged("commit.ref_reports", reset)] == ["/origin/acme/w/reports/1"]
+    # One landed push bears out one report, not two.
+    twice = _report({}, {}).logged("origin_ref_updated", repository="acme/w", ref=MAIN, old=BASE, new=C, read=C)
+    assert clauses(judged("commit.ref_reports", twice)) == ["COMMIT-3"]
+
+
+def test_a_report_the_kits_reading_of_the_branch_belies_is_commit_3() -> None:
+    # The branch was not at the update's old value when the hook asked (it moved behind the hook's back first).
+    early = judged("commit.ref_reports", _report({"read": C}, {}))
+    assert "when the hook asked, the kit read the branch at" in (early[0].note or "")
+    # The branch was not at the new value when the report came in.
+    late = judged("commit.ref_reports", _report({}, {"read": BASE}))
+    assert "when the report arrived" in (late[0].note or "")
+    # Readings the kit did not take (no read recorded) bear nothing out.
+    assert clauses(judged("commit.ref_reports", _report({"read": None}, {}))) == ["COMMIT-3"]
+    assert clauses(judged("commit.ref_reports", _report({}, {"read": None}))) == ["COMMIT-3"]
+
+
+def test_a_report_of_a_landed_push_the_kit_read_so_passes() -> None:
+    assert judged("commit.ref_reports", Told()) == []
+    assert judged("commit.ref_reports", _report({}, {})) == []
+    # A push accepted that never landed (its worker killed in it) and has no report is nothing to hold.
+    assert judged("commit.ref_reports", Told().logged("push", repository="acme/w", ref=MAIN, old=BASE, new=C,
+                                                       accepted=True, read=BASE)) == []

@@ -83,6 +83,31 @@ def test_the_tool_must_announce_itself_in_a_task_workspace() -> None:
     assert clauses(judged("processes.tool", bare)) == ["ADP-2"]
 
 
+def _seen(pid: Any, grandchild: Any = None, cwd: str = f"{ROOT}/task-t-1-1-ab") -> Told:
+    """The tool announced itself in *cwd*, and the kit saw *pid* and *grandchild* so (None: no such process)."""
+    told = Told().kit("world", workspaceRoot=ROOT).by("w1", "started", tool=True)
+    return told.logged("tool_started", cwd=cwd, pid=11, grandchild=12, seen={"pid": pid, "grandchild": grandchild})
+
+
+def test_an_announcement_the_kits_look_at_the_processes_belies_is_adp_2() -> None:
+    tool = {"runs": True, "cwd": f"{ROOT}/task-t-1-1-ab"}
+    assert judged("processes.tool", _seen(tool, tool)) == []
+    # The worker's own pid, not the tool: it announced a tool with the secret it read in the announce file.
+    (found,) = judged("processes.tool", _seen({"runs": False, "cwd": "/w"}, tool))
+    assert (found.clause, found.pointer) == ("ADP-2", "/tool/pid") and "runs no kit tool" in (found.note or "")
+    (gone,) = judged("processes.tool", _seen(tool, None))
+    assert gone.pointer == "/tool/grandchild" and "no such process" in (gone.note or "")
+    elsewhere = judged("processes.tool", _seen({"runs": True, "cwd": "/elsewhere"}, tool))
+    assert [m.pointer for m in elsewhere] == ["/tool/pid"] and "/elsewhere" in (elsewhere[0].note or "")
+    # A grandchild that had ended before the announcement is not named; where the kit cannot look (off Linux),
+    # nothing was seen to hold the announcement to.
+    ended = Told().kit("world", workspaceRoot=ROOT).by("w1", "started", tool=True)
+    ended.logged("tool_started", cwd=f"{ROOT}/task-t-1-1-ab", pid=11, grandchild=None, seen={"pid": tool})
+    assert judged("processes.tool", ended) == []
+    unseen = Told().kit("world", workspaceRoot=ROOT).by("w1", "started", tool=True)
+    assert judged("processes.tool", unseen.logged("tool_started", cwd=f"{ROOT}/task-t-1-1-ab", seen=None)) == []
+
+
 def test_the_watch_names_every_change_under_the_root_after_a_restart() -> None:
     assert judged("processes.watch", Told().by("watch", "changes", changes={})) == []
     changes = {f"task-{n}/f": "changed" for n in range(10)}

@@ -308,8 +308,9 @@ def test_the_core_validates_through_the_function_the_shell_hands_in() -> None:
 
 
 def test_the_shell_reads_the_heads_only_for_a_request_that_shows_one() -> None:
-    # A lease's CP-9 view and a receipt's visibility carry the branch's head; an idle poll carries none, so
-    # the core asks the shell for no read of the origin (most of a worker's requests are polls).
+    # A lease's CP-9 view and a receipt's visibility carry the branch's head, and each report of the origin's
+    # hook is logged with the branch as the kit read it; an idle poll carries none, so the core asks the shell
+    # for no read of the origin (most of a worker's requests are polls).
     state = State(now_ms=T0, ttl_ms=30_000, retry_after_ms=20, validate=lambda uri, instance: None)
 
     def needs_heads(path: str, body: bytes = b"{}", method: str = "POST") -> bool:
@@ -328,7 +329,11 @@ def test_the_shell_reads_the_heads_only_for_a_request_that_shows_one() -> None:
     check = {"repository": REPO, "updates": [{"ref": "refs/heads/main", "old": "a" * 40, "new": "b" * 40}]}
     request = Request("POST", "_kit/s3cret/origin/check", "", {}, json.dumps(check).encode(), None)
     plan = prepare(state, request)
-    assert plan.endpoint == "origin_check" and not plan.needs_heads
+    assert plan.endpoint == "origin_check" and plan.needs_heads
+    request = Request("POST", "_kit/s3cret/origin/updated", "", {}, json.dumps(check).encode(), None)
+    plan = prepare(state, request)
+    assert plan.endpoint == "origin_updated" and plan.needs_heads
+    assert not needs_heads("v1/leases?repository=acme%2Fwidgets&target_branch=main", method="GET")
 
 
 # ---------------------------------------------------------------- CP-9, CP-10
@@ -470,6 +475,32 @@ def test_the_origin_refuses_a_push_without_an_active_lease_and_accepts_one_with_
     assert ("push", "t-1", 1, "refs/heads/main", env.origin.base_oid, commit) in env.observer.calls
     assert [p["accepted"] for p in env.origin.pushes()] == [False, True]
     assert env.kinds("origin_ref_updated")[0]["new"] == commit
+
+
+def test_each_report_of_the_hook_is_logged_with_the_branch_as_the_kit_read_it(env: Env) -> None:
+    # The hook's check comes before git moves the branch and its report after: the kit's own reading of the
+    # branch is logged beside each, so that a rule holds the report to it (COMMIT-3).
+    env.cp.issue(env.task(kind="commit"))
+    work, commit = env.governed_commit()
+    env.claim()
+    _push(work)
+    base = env.origin.base_oid
+    assert [(p["old"], p["new"], p["read"]) for p in env.kinds("push")] == [(base, commit, base)]
+    assert [(u["new"], u["read"]) for u in env.kinds("origin_ref_updated")] == [(commit, commit)]
+    # A report the worker forges with the secret (it can read the origin's policy) is logged with what the kit
+    # read, not with what it claims: here the branch is still at C.
+    policy = json.loads((env.origin.path / "resumekit-policy.json").read_text(encoding="utf-8"))
+    body = {"repository": REPO, "updates": [{"ref": "refs/heads/main", "old": commit, "new": base}]}
+    request = urllib.request.Request(policy["control_plane"]["updated_url"], json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
+    assert [(u["new"], u["read"]) for u in env.kinds("origin_ref_updated")][1] == (base, commit)
+    body["updates"][0]["ref"] = "refs/tags/t"  # a ref that is no branch: the kit reads none
+    request.data = json.dumps(body).encode()
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
+    assert env.kinds("origin_ref_updated")[2]["read"] is None
 
 
 def test_the_origin_refuses_other_refs_and_commits_that_skip_a_parent(env: Env) -> None:

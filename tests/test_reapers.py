@@ -270,3 +270,19 @@ def test_an_interrupted_run_or_an_abandoned_case_has_its_reapers_kill_what_is_be
     finally:
         for fd in held:
             os.close(fd)
+
+
+def test_the_kit_sees_what_a_process_runs_and_where(tmp_path: Path) -> None:
+    # What the control plane holds the tool's announcement to (its pid and grandchild): read from /proc.
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], cwd=tmp_path,
+                             stdin=subprocess.PIPE)
+    try:
+        assert procfs.running(child.pid, b"-c") == {"runs": True, "cwd": str(tmp_path.resolve())}
+        assert procfs.running(child.pid, b"resumekit.conformance.p1._tool") == {"runs": False,
+                                                                               "cwd": str(tmp_path.resolve())}
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()
+    assert procfs.running(child.pid, b"-c") is None  # gone (and reaped)
+    assert [procfs.running(pid, b"-c") for pid in (None, True, 0, -1, "1")] == [None] * 5

@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection, Iterator
 
 _STAT_CAP = 4096  # bytes of /proc/<pid>/stat read at most
 _MAX_DEPTH = 4096  # parents followed at most from one process to the processes it may descend from
+_CMDLINE_CAP = 64 << 10  # bytes of a command line read at most
 
 
 def pids() -> Iterator[int]:
@@ -120,3 +121,19 @@ def descends(pid: int, roots: Collection[int]) -> bool:
         seen.add(up)
         up = parent(up)
     return False
+
+
+def running(pid: object, module: bytes) -> dict[str, object] | None:
+    """Whether the live process *pid* runs *module* (one of its command line's words, as ``python -m MODULE``
+    gives it) and its working directory (None if unreadable); None when there is no such process, a zombie
+    included (its command line is empty). A *pid* that is no positive int names no process."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    cmdline = read(f"/proc/{pid}/cmdline", _CMDLINE_CAP)
+    if not cmdline:
+        return None
+    try:
+        cwd: str | None = os.fsdecode(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        cwd = None
+    return {"runs": module in cmdline.split(b"\0"), "cwd": cwd}

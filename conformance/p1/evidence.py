@@ -66,6 +66,7 @@ __all__ = [
     "expected_commit",
     "expected_result",
     "fast_forwards",
+    "governed_commits",
     "identity",
     "journal_header",
     "listing",
@@ -398,13 +399,16 @@ def origin_evidence(
 ) -> dict[str, Any]:
     """The origins' side of the evidence once the last step is done, under the names of the Evidence fields it
     fills: every ref of every origin, read from git once (CP-17), the refs the kit made, every ref change the
-    kit made or the origin's hook let land (from the control plane's *log*), and which push attempts were
-    fast-forwards (COMMIT-2). *tasks* are the control plane's tasks, each with every attempt as served."""
+    kit made or the origin's hook let land (from the control plane's *log*), which push attempts were
+    fast-forwards (COMMIT-2), and the governed commit the kit computes for every commit attempt served (TASK-4).
+    *tasks* are the control plane's tasks, each with every attempt as served."""
+    governed = governed_commits(origins, tasks)
     return {
         "origin_refs": {repository: origin.refs() for repository, origin in origins.items()},
         "kit_refs": {repository: dict(origin.made) for repository, origin in origins.items()},
         "ref_updates": ref_updates(log),
-        "fast_forward": fast_forwards(origins, log, tasks),
+        "fast_forward": fast_forwards(origins, log, governed),
+        "governed": governed,
     }
 
 
@@ -424,14 +428,14 @@ def ref_updates(log: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fast_forwards(
-    origins: Mapping[str, Origin], log: Sequence[Mapping[str, Any]], tasks: Mapping[str, Mapping[str, Any]]
+    origins: Mapping[str, Origin], log: Sequence[Mapping[str, Any]], governed: Sequence[Mapping[str, Any]]
 ) -> dict[tuple[str, str, str], bool | None]:
     """For each push attempt the control plane logged, (repository, old, new) -> whether old is new or one of
     its ancestors, or None when the kit cannot place new. A refused push leaves no object on the origin; its
-    new value is then placed only when it is the governed commit of an attempt served on that repository, whose
-    one parent is that attempt's base_oid (TASK-4). Creations and deletions are left out."""
+    new value is then placed only when it is one of the *governed* commits (``governed_commits``) of that
+    repository, whose one parent is its attempt's base_oid (TASK-4). Creations and deletions are left out."""
+    parents = {(str(g["repository"]), str(g["commit"])): str(g["base_oid"]) for g in governed}
     found: dict[tuple[str, str, str], bool | None] = {}
-    parents: dict[tuple[str, str], str] | None = None  # (repository, governed commit) -> its parent, when needed
     for entry in log:
         if entry.get("kind") != "push":
             continue
@@ -441,35 +445,38 @@ def fast_forwards(
             continue
         known = origin.is_ancestor(old, new)
         if known is None:
-            parents = _governed_parents(origins, tasks) if parents is None else parents
             parent = parents.get((repository, new))
             known = None if parent is None else origin.is_ancestor(old, parent)
         found[(repository, old, new)] = known
     return found
 
 
-def _governed_parents(
+def governed_commits(
     origins: Mapping[str, Origin], tasks: Mapping[str, Mapping[str, Any]]
-) -> dict[tuple[str, str], str]:
-    """(repository, the governed commit of a commit attempt served there) -> that attempt's base_oid, the
-    commit's one parent, for every attempt of every task; each distinct commit is computed once (TASK-4)."""
-    parents: dict[tuple[str, str], str] = {}
-    seen: set[str] = set()
-    for facts in tasks.values():
+) -> list[dict[str, Any]]:
+    """The governed commit C the kit computes for every commit attempt served, of every task (TASK-4): its
+    repository, target ref, task_id, attempt, base_oid (C's one parent) and C; each distinct C computed once.
+    An attempt whose payload no commit can be made of (task_invalid) has none."""
+    found: list[dict[str, Any]] = []
+    known: dict[str, str | None] = {}
+    for task_id, facts in tasks.items():
         for served in facts.get("attempts") or ():
             if not isinstance(served, Mapping) or served.get("kind") != "commit":
                 continue
             repository, base = str(served.get("repository")), served.get("base_oid")
-            key = json.dumps([repository, base, served.get("payload")], sort_keys=True)
-            if repository not in origins or not isinstance(base, str) or key in seen:
+            if repository not in origins or not isinstance(base, str):
                 continue
-            seen.add(key)
-            try:
-                oid = expected_commit(origins[repository], base, served["payload"])
-            except (GitError, KeyError, TypeError):  # a payload no commit can be made of (task_invalid)
-                continue
-            parents[(repository, oid)] = base
-    return parents
+            key = json.dumps([repository, base, served.get("payload")], sort_keys=True, default=str)
+            if key not in known:
+                try:  # expected_result keeps each body it computed: the at-end reading computed most already
+                    known[key] = str(expected_result(served, origins[repository])["commit_oid"])
+                except (GitError, KeyError, TypeError, ValueError):
+                    known[key] = None
+            if known[key] is not None:
+                found.append({"repository": repository, "ref": f"refs/heads/{served.get('target_branch')}",
+                              "task_id": task_id, "attempt": served.get("attempt"), "base_oid": base,
+                              "commit": known[key]})
+    return found
 
 
 def listing(root: Path) -> list[str]:

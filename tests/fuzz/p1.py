@@ -123,6 +123,13 @@ ATTACKS += [
     Attack("wait-reports-the-released-block", RELEASED, clauses=("ADP-2",)),
     # The object where a name belongs breaks the wait's schema: the case errors, saying where, in a bounded message.
     Attack("released-block-with-a-hostile-name", RELEASED, refused="breaks the protocol schema at /result/failpoint"),
+    # Stories that pass and are false (tests/fuzz/p1_workers/forged.py): what landed, when the receipt was
+    # confirmed, and reports on the kit's own paths made with the secret the worker read in the origin's policy.
+    Attack("another-tree-on-the-parent", COMMIT, clauses=("TASK-4",)),
+    Attack("receipt-after-pending", COMMIT, clauses=("COMMIT-4",)),
+    Attack("ref-written-then-reported", COMMIT, clauses=("COMMIT-3",)),
+    Attack("branch-deleted-and-reported", CAPTURE, clauses=("COMMIT-3",)),
+    Attack("sleeper-announced-as-tool", "p1-tool-runs-to-its-end-and-changes-no-result", clauses=("ADP-2",)),
 ]
 
 

@@ -8,6 +8,12 @@ plain update of a task's target branch: never another ref, never a deletion, nev
 the updates the origin's hook let land left it, and there is no other ref (COMMIT-3, CP-17), so a worker
 that writes an origin behind its hook's back (a branch reset after the governed commit, a tag or branch of
 its own) is seen there; an origin the kit cannot read safely was changed behind its hook's back too.
+
+No report is believed on its word. The origin's hook runs inside the worker's push and the worker can read its
+policy, so it can call the kit's own paths with their secret: every report that a ref moved is held to the push
+the control plane let land and to the branch as the kit's own git read it then (COMMIT-3), every commit a
+target branch gained is the governed commit the kit computes (TASK-4), and an attempt goes from commit_done to
+result_pending only after the control plane logged its receipt confirmed (COMMIT-4).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from resumekit.conformance.events import Event
+from resumekit.conformance.p1 import views
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.control_plane.state import ZERO
@@ -138,6 +146,145 @@ def _commit_left_open(groups: Mapping[tuple[Any, ...], Sequence[Row]]) -> list[M
         for ident, group in groups.items()
         if group[-1]["phase"] == "commit_done"
     ]
+
+
+def confirmed_first(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """COMMIT-4: an attempt goes on from commit_done to result_pending only once the receipt it reported for its
+    Job was answered ``confirmed`` with its commit C, so the control plane logged that receipt before any reading
+    of a journal that holds the attempt's result_pending; and a reused result_pending of a commit task is
+    submitted only after such a receipt in its own attempt (SCOPE-3). A receipt the worker never sent, or sent
+    after, leaves condition (1) unchecked whatever the leases say."""
+    receipts = [e for e in history.of(views.CONTROL_PLANE, "receipt") if e.get("visibility") == "confirmed"]
+    submitted: dict[tuple[Any, Any], Event] = {}  # (task_id, attempt) -> the first submission the log shows of it
+    for event in history.of(views.CONTROL_PLANE, "moment"):
+        if event.get("check") == "submission":
+            submitted.setdefault((event.get("task_id"), event.get("attempt")), event)
+    found = []
+    for journal in ("first", "second"):
+        for key, (oid, read, how) in _converged(views.journal_reads(history.events, journal)).items():
+            seen = submitted.get(key) if how == "reused" else read
+            if seen is None:
+                continue  # a reused result_pending not submitted yet: nothing it went on to
+            before = [e for e in receipts if e.seq < seen.seq and (e.get("task_id"), e.get("attempt")) == key
+                      and e.get("commit_oid") == oid]
+            if not before:
+                found.append(_unconfirmed(journal, key, oid, how, seen))
+    return found
+
+
+def _converged(reads: Sequence[Event]) -> dict[tuple[Any, Any], tuple[Any, Event, str]]:
+    """(task_id, attempt) of each attempt that reached result_pending with a commit -> its commit, the first
+    reading that showed it, and how: ``after commit_done`` in the attempt, or ``reused``."""
+    found: dict[tuple[Any, Any], tuple[Any, Event, str]] = {}
+    for read in reads:
+        for ident, group in attempts([dict(r) for r in read.get("rows", ())]).items():
+            key = (ident[0], ident[1])
+            if key in found:
+                continue
+            done = [r for r in group if r["phase"] == "commit_done"]
+            for row in group:
+                if row["phase"] != "result_pending" or row["commit_oid"] is None:
+                    continue
+                if row["reused_from"] is not None:
+                    found[key] = (row["commit_oid"], read, "reused")
+                elif done and done[0]["seq"] < row["seq"]:
+                    found[key] = (done[-1]["commit_oid"], read, "after commit_done")
+                break
+    return found
+
+
+def _unconfirmed(journal: str, key: tuple[Any, Any], oid: Any, how: str, seen: Event) -> Mismatch:
+    task_id, attempt = key
+    whose = "" if journal == "first" else " of the second worker"
+    if how == "reused":
+        note = (
+            f"attempt {attempt} of {task_id!r}{whose} submitted its reused result_pending, but the control plane had "
+            f"logged no receipt of that attempt confirmed with {oid!r}: the convergence check (COMMIT-4) must pass "
+            "in the attempt before its result is submitted (SCOPE-3)"
+        )
+    else:
+        note = (
+            f"attempt {attempt} of {task_id!r}{whose} went on from commit_done to result_pending, but the control "
+            f"plane had logged no receipt of that attempt confirmed with {oid!r} before the kit read it: the "
+            "convergence check needs the Job's receipt answered confirmed first"
+        )
+    pointer = ("" if journal == "first" else "/second-worker") + f"/journal/{task_id}/{attempt}/receipt"
+    expected = f"a receipt of attempt {attempt} answered confirmed with {oid!r}, before {seen.seq}"
+    return dataclasses.replace(_m("COMMIT-4", pointer, expected, None, note), event=seen.seq)
+
+
+def landed(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """TASK-4 at the origin: every commit a commit task's target branch gained above its expected_branch_oid, as
+    the kit read the branch once the last step was done, is the governed commit C the kit computes for an
+    attempt of that task, or a commit the kit itself put there. The hook checks a pushed commit's parent, not its
+    tree, so a commit of another tree on C's parent lands as C would, and its worker may still submit C's body:
+    only the kit's own C tells them apart. A branch that gained a commit while the kit computed none is judged
+    so too: nothing shows that commit is C."""
+    made = {oid for refs in history.kit_refs.values() for oid in refs.values()}
+    made |= {str(u.get("new")) for u in history.ref_updates if u.get("by") == "kit"}
+    found = []
+    for task_id, gained in sorted(history.commits.items()):
+        mine = sorted({str(g.get("commit")) for g in history.governed if g.get("task_id") == task_id})
+        for index, oid in enumerate(gained):
+            if oid in mine or oid in made:
+                continue
+            note = (
+                f"the target branch of {task_id!r} gained {oid!r}, which is not the governed commit the kit "
+                "computes from the attempt's base_oid and payload (TASK-4): the origin holds a commit no payload "
+                "asked for, whatever result the worker submitted"
+            )
+            expected = mine or "a governed commit the kit computed"
+            found.append(_m("TASK-4", f"/origin/{task_id}/commits/{index}", expected, oid, note))
+    return found
+
+
+def ref_reports(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """COMMIT-3 and CP-18: every report on the kit's own path that a ref moved is borne out by what the kit saw
+    itself. The post-receive half of the hook reports only an update its pre-receive half asked about and the
+    control plane let land, and only once git moved the ref, so each report names an update the control plane
+    accepted (logged with the branch at its old value as the kit's git read it), not claimed by an earlier
+    report, and the kit's git read the branch at its new value when the report arrived. The worker can read the
+    paths' secret in the origin's policy, so a report that is not borne out was made by it: the origin was
+    written behind the hook's back and the report says otherwise."""
+    accepted: list[Event] = []
+    found = []
+    reports = 0
+    for event in history.events:
+        if event.actor != views.CONTROL_PLANE:
+            continue
+        if event.kind == "push" and event.get("accepted"):
+            accepted.append(event)
+        elif event.kind == "origin_ref_updated":
+            update = _update(event)
+            match = next((e for e in accepted if _update(e) == update), None)
+            reports += 1
+            if match is not None:
+                accepted.remove(match)
+            problem = _unborne(match, event)
+            if problem is not None:
+                repository, ref = str(event.get("repository")), str(event.get("ref"))
+                expected = f"an update of {ref!r} the control plane let land, the branch read at its new value"
+                actual = {name: event.get(name) for name in ("old", "new", "read")}
+                note = f"the report that {ref!r} on the origin of {repository!r} moved is not borne out: {problem}"
+                mismatch = _m("COMMIT-3", f"/origin/{repository}/reports/{reports - 1}", expected, actual, note)
+                found.append(dataclasses.replace(mismatch, event=event.seq))
+    return found
+
+
+def _update(event: Event) -> tuple[Any, ...]:
+    return tuple(event.get(name) for name in ("repository", "ref", "old", "new"))
+
+
+def _unborne(match: Event | None, report: Event) -> str | None:
+    """Why a report that a ref moved is not what the kit saw, or None when it is."""
+    if match is None:
+        return "the control plane let no such update land (its hook never asked about it, or it was refused)"
+    if match.get("read") != match.get("old"):
+        return f"when the hook asked, the kit read the branch at {match.get('read')!r}, not at {match.get('old')!r}"
+    if report.get("read") != report.get("new"):
+        read, new = report.get("read"), report.get("new")
+        return f"when the report arrived, the kit read the branch at {read!r}, not at {new!r}"
+    return None
 
 
 def origin_pushes(history: Story, scenario: Scenario) -> list[Mismatch]:

@@ -244,6 +244,35 @@ def _tool_problems(announced: Sequence[Mapping[str, Any]], root: str) -> list[Mi
         if where is None or where.parent != PurePath(root) or not where.name.startswith("task-"):
             problems.append(_m("ADP-2", "/tool/cwd", f"a task- workspace directly under {root}", cwd,
                                "the kit's tool ran outside a workspace of the workspace root"))
+        problems += _unseen(entry)
+    return problems
+
+
+def _unseen(entry: Mapping[str, Any]) -> list[Mismatch]:
+    """ADP-2: each process the tool's announcement names is, as the kit saw it when the announcement arrived, a
+    process running the kit's tool in the directory announced. The announcement comes to one of the kit's own
+    paths, whose secret the worker can read, so it is held to what the kit saw (``seen``; None where the kit
+    cannot look, off Linux)."""
+    seen = entry.get("seen")
+    if not isinstance(seen, Mapping):
+        return []
+    problems = []
+    for role in ("pid", "grandchild"):
+        if entry.get(role) is None and role == "grandchild":
+            continue  # the grandchild had ended before the announcement: the tool names none
+        view = seen.get(role)
+        if isinstance(view, Mapping) and view.get("runs") is True and view.get("cwd") == entry.get("cwd"):
+            continue
+        what = (
+            "there was no such process" if not isinstance(view, Mapping)
+            else "it runs no kit tool" if view.get("runs") is not True
+            else f"it runs in {view.get('cwd')!r}"
+        )
+        note = (
+            f"the tool's announcement names {role} {entry.get(role)!r} in {entry.get('cwd')!r}, but when it arrived "
+            f"{what}: an announcement the kit's tool did not make (the worker can read its secret) proves no tool ran"
+        )
+        problems.append(_m("ADP-2", f"/tool/{role}", f"the kit's tool running in {entry.get('cwd')!r}", view, note))
     return problems
 
 

@@ -280,6 +280,12 @@ class Story:
         """Every change of an origin's ref: by the kit (CP-21) or by a push the hook let land (CP-18)."""
         return tuple(self._origins.get("ref_updates", ()))
 
+    @property
+    def governed(self) -> list[Mapping[str, Any]]:
+        """The governed commit the kit computed for each commit attempt served (TASK-4): repository, ref, task_id,
+        attempt, base_oid and ``commit``; empty when the kit did not read the origins."""
+        return list(self._origins.get("governed", ()))
+
     @cached_property
     def fast_forward(self) -> dict[tuple[str, str, str], bool | None]:
         """(repository, old, new) of each push attempt -> whether it was a fast-forward (COMMIT-2)."""

@@ -2,9 +2,11 @@
 
 The origin's hook asks ``_kit/origin/check`` whether a push may land (the governed push: an ACTIVE lease
 of an attempt that expects the branch's old head, a commit whose only parent is that head) and tells
-``_kit/origin/updated`` when a ref moved; the kit's tool announces itself on ``_kit/tool/started``. Each
-push is attributed to the attempt whose lease it acts under. The handlers are gathered in ``KIT_HANDLERS``;
-``push_moments`` names the moment checks (CP-20) a push asks for before it is judged.
+``_kit/origin/updated`` when a ref moved, each logged with the branch as the kit's own git read it then: the
+worker can learn the paths' secret, so a report is only what it claims, and the rules hold it to that reading.
+The kit's tool announces itself on ``_kit/tool/started``. Each push is attributed to the attempt whose lease
+it acts under. The handlers are gathered in ``KIT_HANDLERS``; ``push_moments`` names the moment checks (CP-20)
+a push asks for before it is judged.
 """
 
 from __future__ import annotations
@@ -76,6 +78,14 @@ def push_moments(state: State, body: dict[str, Any]) -> list[Moment]:
     return out
 
 
+def _read(heads: Heads, repository: str, ref: str) -> str | None:
+    """A branch as the kit's own git read it when a report of the hook arrived: its object, or the zero name when
+    the origin has no such branch; None for a ref that is no branch, which the kit does not read."""
+    if not ref.startswith("refs/heads/"):
+        return None
+    return heads.get((repository, ref[len("refs/heads/"):])) or ZERO
+
+
 def _origin_check(state: State, request: Request, plan: Plan, heads: Heads, log: Log) -> Outcome:
     body = plan.body
     updates = _updates(body)
@@ -101,6 +111,7 @@ def _origin_check(state: State, request: Request, plan: Plan, heads: Heads, log:
             new=update["new"],
             accepted=verdict["accepted"],
             reason=verdict["reason"],
+            read=_read(heads, repository, str(update["ref"])),
             task_id=None if lease is None else lease.data["task_id"],
             attempt=None if lease is None else lease.data["attempt"],
             lease={"lease_id": None, "state": None} if lease is None else {
@@ -144,7 +155,8 @@ def _origin_updated(state: State, request: Request, plan: Plan, heads: Heads, lo
         lease = _pusher(state, body["repository"], update)
         task_id = None if lease is None else str(lease.data["task_id"])
         log.add("origin_ref_updated", repository=body["repository"], ref=update["ref"], old=update["old"],
-                new=update["new"], task_id=task_id, attempt=None if lease is None else lease.data["attempt"])
+                new=update["new"], read=_read(heads, str(body["repository"]), str(update["ref"])), task_id=task_id,
+                attempt=None if lease is None else lease.data["attempt"])
         if outcome.kill_point is None and fire_kill_point(state, "origin_ref_updated", task_id):
             outcome.kill_point = "origin_ref_updated"
             outcome.kill_worker = None if lease is None else lease.holder

@@ -155,7 +155,10 @@ def prepare(state: State, request: Request) -> Plan:
     for fault in before:
         fault.act(state, log, {})
     expire(state, log)
-    plan = Plan(number, endpoint, params, moments, [], endpoint == "receipt", None, [], body, body_error, log.entries)
+    # A receipt's visibility is the branch's head; a report of the origin's hook is logged with the ref as the
+    # kit's own git read it when the report arrived, so that no report is believed on its word (CP-18).
+    reads = endpoint in ("receipt", "origin_check", "origin_updated")
+    plan = Plan(number, endpoint, params, moments, [], reads, None, [], body, body_error, log.entries)
     if endpoint is None:
         return plan
     plan.move_branches = [move for move in (fault.branch_move() for fault in before) if move is not None]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
+from resumekit.conformance._process import procfs
 from resumekit.conformance.history import History
 from resumekit.conformance.p1.control_plane.kit import (
     fault_from_mapping,
@@ -91,6 +92,19 @@ class Observer(Protocol):
     def on_kill_point(self, name: str, worker: str) -> None:
         """A kit-side kill point was reached: kill the worker there."""
         ...
+
+
+_TOOL_MODULE = b"resumekit.conformance.p1._tool"  # what the tool and its grandchild run (p1._tool.MODULE)
+
+
+def _look_at_tool(announced: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the kit sees itself, as the tool's announcement arrives, of the ``pid`` and ``grandchild`` it names:
+    whether each runs the kit's tool, and in which directory (None: no such process). The announcement comes to
+    one of the kit's own paths, whose secret the worker can read, so it is only what it claims. Linux only
+    (``/proc``); elsewhere None: the kit did not look."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return {role: procfs.running(announced.get(role), _TOOL_MODULE) for role in ("pid", "grandchild")}
 
 
 class _Server(ThreadingHTTPServer):
@@ -435,6 +449,8 @@ class ControlPlane:
             for entry in outcome.entries:
                 if entry.get("kind") == "request":  # real time is the shell's to read, not the core's
                     entry["arrived_ms"] = arrived_ms
+                elif entry.get("kind") == "tool_started":  # and so are the processes the tool names
+                    entry["seen"] = _look_at_tool(entry)
             self._write(outcome.entries)
         if outcome.kill_point is not None and self._observer is not None:
             self._observer.on_kill_point(outcome.kill_point, outcome.kill_worker or "")

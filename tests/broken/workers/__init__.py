@@ -44,6 +44,12 @@ from tests.broken.workers.durability import (
     TakesThePhaseFromTheCache,
     WritesTheCacheFirst,
 )
+from tests.broken.workers.forged import (
+    ConvergesWithoutTheReceipt,
+    ForgesTheRefReport,
+    ForgesTheToolReport,
+    LandsAnotherTree,
+)
 from tests.broken.workers.processes import (
     ClaimsInAHurry,
     DetachesTheTool,
@@ -96,6 +102,18 @@ BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "hides-its-connections": (
         HidesItsConnections,
         "answers p1.journal.settings with no connection while its journal log lists the one it opened (ADP-3)",
+    ),
+    "lands-another-tree": (
+        LandsAnotherTree,
+        "pushes a commit of another tree on C's parent, and submits the expected body naming C (TASK-4)",
+    ),
+    "converges-without-the-receipt": (
+        ConvergesWithoutTheReceipt,
+        "writes result_pending after commit_done without ever reporting the Job's receipt (COMMIT-4)",
+    ),
+    "forges-the-ref-report": (
+        ForgesTheRefReport,
+        "resets the branch behind the hook and reports the move on the kit's own path, with its secret (COMMIT-3)",
     ),
 }
 
@@ -153,6 +171,10 @@ ATTACK_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
     "reuses-commit-done-across-bindings": (
         ReusesCommitDoneAcrossBindings,
         "reuses an earlier attempt's commit_done under another binding (SCOPE-3, SCOPE-4)",
+    ),
+    "forges-the-tool-report": (
+        ForgesTheToolReport,
+        "never runs the tool but announces one itself, with the URL the kit hands the tool (ADP-2)",
     ),
 }
 

@@ -14,7 +14,20 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, doctor, files, memory, places, procs, readings, settled, text, traffic, writes
+from tests.fuzz.p1_workers import (
+    _base,
+    doctor,
+    files,
+    forged,
+    memory,
+    places,
+    procs,
+    readings,
+    settled,
+    text,
+    traffic,
+    writes,
+)
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -65,6 +78,11 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "own-rows-before-each-checkpoint": readings.OwnRowsBeforeEachCheckpoint,
     "capture-loss-reconciled": readings.CaptureLossReconciled,
     "receipt-failpoint-on-each-resend": readings.ReceiptFailpointOnEachResend,
+    "another-tree-on-the-parent": forged.AnotherTreeOnTheParent,
+    "receipt-after-pending": forged.ReceiptAfterPending,
+    "ref-written-then-reported": forged.WritesTheRefThenReports,
+    "branch-deleted-and-reported": forged.DeletesTheBranchAndReports,
+    "sleeper-announced-as-tool": forged.AnnouncesASleeperAsTheTool,
 }
 ATTACKS.update(
     {

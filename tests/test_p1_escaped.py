@@ -327,10 +327,13 @@ def test_a_daemon_hidden_from_the_marker_fails_wrk_5_by_name_and_is_gone_after_t
     assert code == 1, output
     (result,) = document["results"]
     assert result["outcome"] == "failed", result
-    (outlived,) = [m for m in result["mismatches"] if m.get("clause") == "WRK-5"]
-    actual = outlived["actual"]
-    assert "# resumekit fuzz: a process hidden from the case" in actual["command"], actual
-    assert _ended(actual["pid"])
+    outlived = [m for m in result["mismatches"] if m.get("clause") == "WRK-5"]
+    # A daemon that forks every 2 ms may be caught mid-hop, parent and child both alive: each is named.
+    assert len(outlived) == 1 or (attack == "fork-loop" and len(outlived) == 2), outlived
+    for found in outlived:
+        actual = found["actual"]
+        assert "# resumekit fuzz: a process hidden from the case" in actual["command"], actual
+        assert _ended(actual["pid"])
     note = "descended from an adapter process of the case (the case's subreaper adopted it), without the case's"
     assert note in result["message"], result["message"]
 

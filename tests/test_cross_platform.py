@@ -1,0 +1,148 @@
+"""What differs between Linux, macOS and Windows and can be shown here: proxies in the environment, the
+POSIX-only modules missing, paths reached through another name. Each test makes the other system's
+condition on this one (a dead proxy, a blocked import, an aliased scratch root)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from resumekit.conformance.adapters import process_factory
+from resumekit.conformance.fixtures import load_suite
+from resumekit.conformance.p1 import _tool, harness
+from resumekit.conformance.p1.cases import ScenarioCase
+from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.results import Outcome
+from tests.support import ROOT
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+
+@pytest.fixture
+def dead_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every proxy variable names a port of 127.0.0.1 that is bound and never listened on: a request that
+    goes through the proxy is refused, one that goes straight to the control plane is not. Inherited by
+    every process the test starts."""
+    closed = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    closed.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    for name in PROXY_VARIABLES:
+        monkeypatch.setenv(name, url)
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        yield url
+    finally:
+        closed.close()
+
+
+def test_the_kits_tool_announces_itself_past_a_dead_proxy(dead_proxy: str, tmp_path: Path) -> None:
+    plane = ControlPlane(log_path=tmp_path / "cp" / "log.jsonl")
+    plane.start()
+    try:
+        workspace, announce = tmp_path / "ws", tmp_path / "tool-announce"
+        workspace.mkdir()
+        announce.write_text(plane.kit_url("_kit/tool/started") + "\n", encoding="utf-8")
+        # No flag file: the tool writes once, announces, and ends, so the test waits for its exit alone.
+        ran = subprocess.run(
+            [sys.executable, "-m", _tool.MODULE, "--announce-file", str(announce),
+             "--while-exists", str(tmp_path / "no-flag"), "--seconds", "5"],
+            cwd=workspace, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+        )
+        started = [entry for entry in plane.log() if entry["kind"] == "tool_started"]
+    finally:
+        plane.close()
+    assert ran.returncode == 0 and b"announcement failed" not in ran.stderr, ran.stderr
+    assert len(started) == 1, (started, ran.stderr)
+
+
+def test_the_opener_of_the_kits_loopback_requests_has_no_proxy(dead_proxy: str) -> None:
+    handlers = _tool.direct_opener().handlers
+    assert not [h for h in handlers if getattr(h, "proxies", None)], [vars(h) for h in handlers]
+
+
+@needs_git
+def test_the_reference_runs_the_tool_scenario_to_a_pass_behind_a_dead_proxy(dead_proxy: str) -> None:
+    (case,) = [c for c in load_suite().cases if c.id == "p1-tool-runs-to-its-end-and-changes-no-result"]
+    assert isinstance(case, ScenarioCase)
+    result = harness.run_scenario(case, process_factory("reference"), "core")
+    assert result.outcome is Outcome.PASSED, (result.message, result.mismatches)
+
+
+# -- without the POSIX-only modules (as on Windows) --------------------------------------------------------
+
+POSIX_ONLY = ("resource", "fcntl", "termios", "pwd", "grp")
+# Run first in a fresh interpreter: any import of a POSIX-only module fails as it does on Windows.
+_WITHOUT_POSIX = textwrap.dedent(f"""
+    import importlib.abc, sys
+    BLOCKED = {POSIX_ONLY!r}
+    class NotOnThisSystem(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+            return None
+    for name in BLOCKED:
+        sys.modules.pop(name, None)
+    sys.meta_path.insert(0, NotOnThisSystem())
+""")
+_IMPORT_EVERY_MODULE = textwrap.dedent("""
+    import importlib, json, pkgutil
+    import resumekit.conformance, resumekit.reference
+    blocked = []
+    for name in BLOCKED:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError:
+            blocked.append(name)
+    failed, imported = {}, []
+    packages = (resumekit.conformance, resumekit.reference)
+    modules = [m for p in packages for m in pkgutil.walk_packages(p.__path__, p.__name__ + ".")]
+    for module in modules:
+        if module.name == "resumekit.conformance.__main__":
+            continue  # runs the command; it imports the cli alone
+        try:
+            importlib.import_module(module.name)
+            imported.append(module.name)
+        except Exception as error:
+            failed[module.name] = repr(error)
+    print(json.dumps({"blocked": blocked, "failed": failed, "imported": imported}))
+""")
+# Linux-only optional dependencies, absent elsewhere by design (pyproject.toml), of a module only ever started
+# as a process of its own by the Linux-only power layer.
+_LINUX_ONLY = {"resumekit.conformance.powerloss._server": "mfusepy"}
+
+
+def _without_posix(script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_POSIX + script], cwd=ROOT, capture_output=True, text=True,
+        encoding="utf-8", timeout=300,
+    )
+
+
+def test_every_kit_module_imports_without_the_posix_only_modules() -> None:
+    ran = _without_posix(_IMPORT_EVERY_MODULE)
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout.splitlines()[-1])
+    assert found["blocked"] == list(POSIX_ONLY)
+    failed = {name: error for name, error in found["failed"].items() if _LINUX_ONLY.get(name, "\0") not in error}
+    assert failed == {}
+    assert {"resumekit.conformance.cli", "resumekit.reference.p1.tools"} <= set(found["imported"])
+
+
+def test_every_test_is_collected_without_the_posix_only_modules() -> None:
+    ran = _without_posix(
+        "import pytest; sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:xdist', '-p', 'no:cacheprovider',"
+        " 'tests']))"
+    )
+    last = ran.stdout.strip().splitlines()[-1] if ran.stdout.strip() else ""
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "tests collected" in last and "error" not in last and "skipped" not in last, last

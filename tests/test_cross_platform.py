@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from resumekit.conformance import _files
 from resumekit.conformance.adapters import process_factory
 from resumekit.conformance.fixtures import load_suite
-from resumekit.conformance.p1 import _tool, harness
+from resumekit.conformance.p1 import _tool, harness, scenario
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.results import Outcome
+from tests.p1_stories import Told, judged
 from tests.support import ROOT
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -146,3 +148,72 @@ def test_every_test_is_collected_without_the_posix_only_modules() -> None:
     last = ran.stdout.strip().splitlines()[-1] if ran.stdout.strip() else ""
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "tests collected" in last and "error" not in last and "skipped" not in last, last
+
+
+# -- one folder, two names (Windows 8.3 short names, macOS's /private, links) --------------------------------
+
+
+def _alias(tmp_path: Path, target: Path) -> Path:
+    """Another name of the folder *target*: a link to it, where this machine lets one be made."""
+    alias = tmp_path / "alias"
+    try:
+        alias.symlink_to(target, target_is_directory=True)
+    except OSError as error:  # Windows without the symbolic-link privilege
+        pytest.skip(f"cannot make a symbolic link here: {error}")
+    return alias
+
+
+def test_same_place_compares_folders_by_identity_not_by_spelling(tmp_path: Path) -> None:
+    real, other = tmp_path / "real", tmp_path / "other"
+    real.mkdir()
+    other.mkdir()
+    alias = _alias(tmp_path, real)
+    assert str(alias) != str(real) and _files.same_place(alias, real) and _files.same_place(str(real), alias)
+    assert not _files.same_place(other, real)
+    assert not _files.same_place(tmp_path / "gone", real)  # cannot be looked at: not the same
+    assert not _files.same_place("no\0where", real)
+
+
+def test_the_tool_is_placed_in_the_root_by_identity(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "workspaces", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    alias = _alias(tmp_path, root)
+    log = [{"kind": "tool_started", "cwd": str(alias / "task-t-1-1-ab")},
+           {"kind": "tool_started", "cwd": str(elsewhere / "task-t-1-1-ab")},
+           {"kind": "tool_started", "cwd": 7}, {"kind": "request", "cwd": str(root / "task-x")}]
+    assert scenario.tool_places(root, log) == {str(alias / "task-t-1-1-ab"): True,
+                                              str(elsewhere / "task-t-1-1-ab"): False}
+    assert len(scenario.tool_places(root, [{"kind": "tool_started", "cwd": f"/{n}"} for n in range(100)])) == 64
+
+
+def _announced(root: str, cwd: str, places: dict[str, bool] | None) -> Told:
+    told = Told().kit("world", workspaceRoot=root).by("w1", "started", tool=True).logged("tool_started", cwd=cwd)
+    return told if places is None else told.kit("tool-places", places=places)
+
+
+def test_the_tool_check_takes_the_kits_identity_reading_over_the_spelling() -> None:
+    # The workspace root spelled as the kit resolved it; the tool's getcwd() as Windows keeps a short name.
+    root, short = "C:/Users/runneradmin/AppData/Local/Temp/rk/workspaces", "C:/Users/RUNNER~1/AppData/Local/Temp/rk"
+    cwd = f"{short}/workspaces/task-t-1-1-ab"
+    assert judged("processes.tool", _announced(root, cwd, {cwd: True})) == []
+    (found,) = judged("processes.tool", _announced(root, cwd, None))  # not looked at: the spelling decides
+    assert found.clause == "ADP-2"
+    same = f"{root}/task-t-1-1-ab"  # spelled as the root, but the kit found another folder there
+    assert [m.clause for m in judged("processes.tool", _announced(root, same, {same: False}))] == ["ADP-2"]
+    assert judged("processes.tool", _announced(root, same, {})) == []
+
+
+@needs_git
+def test_the_reference_passes_the_tool_scenario_in_a_scratch_reached_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = tmp_path / "temp"
+    real.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(_alias(tmp_path, real)))  # as macOS's /tmp is /private/tmp
+    (case,) = [c for c in load_suite().cases if c.id == "p1-tool-runs-to-its-end-and-changes-no-result"]
+    assert isinstance(case, ScenarioCase)
+    result = harness.run_scenario(case, process_factory("reference"), "core")
+    assert result.outcome is Outcome.PASSED, (result.message, result.mismatches)
+    # The case's scratch was made there, through the link, and removed (origin templates last the run).
+    assert [p.name for p in real.iterdir() if p.name.startswith("resumekit-p1-")] == []

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance import _files
+from resumekit.conformance import _files, cli
 from resumekit.conformance.adapters import process_factory
 from resumekit.conformance.fixtures import load_suite
-from resumekit.conformance.p1 import _tool, harness, scenario
+from resumekit.conformance.p1 import _tool, harness, links, scenario
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.results import Outcome
@@ -217,3 +217,52 @@ def test_the_reference_passes_the_tool_scenario_in_a_scratch_reached_through_a_l
     assert result.outcome is Outcome.PASSED, (result.message, result.mismatches)
     # The case's scratch was made there, through the link, and removed (origin templates last the run).
     assert [p.name for p in real.iterdir() if p.name.startswith("resumekit-p1-")] == []
+
+
+# -- a set-up the machine refuses (symbolic links without the privilege) ----------------------------------
+
+
+@pytest.fixture
+def links_refused(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process refuses symbolic links as Windows does without the privilege (ERROR_PRIVILEGE_NOT_HELD)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(1, "A required privilege is not held by the client")
+
+    monkeypatch.setattr("os.symlink", refuse)
+    links.refused.cache_clear()
+    yield
+    links.refused.cache_clear()
+
+
+def test_the_scenarios_that_plant_links_are_known_from_their_steps() -> None:
+    cases = [c for c in load_suite().cases if isinstance(c, ScenarioCase)]
+    assert sorted(c.id for c in cases if links.needs_links(c.steps)) == [
+        "p1-cleanup-directory-swapped-for-a-link-is-not-followed",
+        "p1-cleanup-nested-links-are-unlinked-not-followed",
+        "p1-cleanup-never-descends-a-link-inside",
+        "p1-cleanup-never-enters-a-sibling-named-like-the-root",
+        "p1-cleanup-never-follows-a-task-link",
+        "p1-cleanup-removes-the-workspace-of-an-active-lease",
+    ]
+    links.refused.cache_clear()
+    assert links.refused() is None  # this machine makes them
+
+
+@needs_git
+def test_a_scenario_whose_links_are_refused_is_not_run_and_the_verdict_says_so(
+    links_refused: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    code = cli.main(["run", "--only", "p1-cleanup-never-follows-a-task-link", "--only", "p1-capture-completes",
+                     "--report-json", str(report), "--jobs", "1"])
+    out = capsys.readouterr().out
+    document = json.loads(report.read_text(encoding="utf-8"))
+    outcomes = {r["id"]: (r["outcome"], r.get("message") or "") for r in document["results"]}
+    assert outcomes["p1-capture-completes"][0] == "passed"
+    outcome, message = outcomes["p1-cleanup-never-follows-a-task-link"]
+    assert outcome == "not_run" and "refuses the symbolic links" in message and "Developer Mode" in message
+    assert code != 0 and "1 case(s) not run on this machine: this machine refuses the symbolic links" in out
+    # The gate of the case that did not run counts it as not run, not as passed.
+    cleanup = [line for line in out.splitlines() if line.startswith("WORKSPACE_CLEANUP_RECOVERY")]
+    assert cleanup and "not run" in cleanup[0], out

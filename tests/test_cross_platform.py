@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance import _files, cli
+from resumekit.conformance import _files, cli, github_action
 from resumekit.conformance.adapters import process_factory
+from resumekit.conformance.adapters.factory import find_program
 from resumekit.conformance.fixtures import load_suite
 from resumekit.conformance.p1 import _tool, harness, links, scenario
 from resumekit.conformance.p1.cases import ScenarioCase
@@ -266,3 +267,29 @@ def test_a_scenario_whose_links_are_refused_is_not_run_and_the_verdict_says_so(
     # The gate of the case that did not run counts it as not run, not as passed.
     cleanup = [line for line in out.splitlines() if line.startswith("WORKSPACE_CLEANUP_RECOVERY")]
     assert cleanup and "not run" in cleanup[0], out
+
+
+# -- the choices made for Windows, run on any system -------------------------------------------------------
+
+
+def test_an_adapter_named_without_an_extension_is_found_along_pathext_on_windows() -> None:
+    shims = {"npx": "C:\\Program Files\\nodejs\\npx.CMD", "tsx": "C:\\work\\node_modules\\.bin\\tsx.cmd"}
+    assert find_program(["npx", "tsx", "adapter.ts"], windows=True, which=shims.get) == [
+        "C:\\Program Files\\nodejs\\npx.CMD", "tsx", "adapter.ts"]
+    # A name with its extension, a name not found (the start says so), any other system: as given.
+    assert find_program(["node.exe", "a.js"], windows=True, which=shims.get) == ["node.exe", "a.js"]
+    assert find_program(["nowhere", "x"], windows=True, which=shims.get) == ["nowhere", "x"]
+    assert find_program(["npx", "tsx"], windows=False, which=shims.get) == ["npx", "tsx"]
+    assert find_program([], windows=True, which=shims.get) == []
+
+
+def test_the_actions_args_keep_a_windows_path_on_windows() -> None:
+    text = "--golden C:\\fixtures\\p1 --only 'p1-*' --only \"a b\" #not-a-comment"
+    assert github_action.split_args(text, windows=True) == [
+        "--golden", "C:\\fixtures\\p1", "--only", "p1-*", "--only", "a b", "#not-a-comment"]
+    # Elsewhere a POSIX shell's split, as before: a backslash escapes.
+    assert github_action.split_args(text, windows=False) == [
+        "--golden", "C:fixturesp1", "--only", "p1-*", "--only", "a b", "#not-a-comment"]
+    for windows in (True, False):
+        with pytest.raises(ValueError):
+            github_action.split_args("--only 'p1", windows=windows)

@@ -291,5 +291,5 @@ def test_the_actions_args_keep_a_windows_path_on_windows() -> None:
     assert github_action.split_args(text, windows=False) == [
         "--golden", "C:fixturesp1", "--only", "p1-*", "--only", "a b", "#not-a-comment"]
     for windows in (True, False):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="No closing quotation"):
             github_action.split_args("--only 'p1", windows=windows)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from resumekit.conformance import _files, cli, github_action
+from resumekit.conformance._process import line_process, windows
 from resumekit.conformance.adapters import process_factory
 from resumekit.conformance.adapters.factory import find_program
 from resumekit.conformance.fixtures import load_suite
@@ -290,6 +291,48 @@ def test_the_actions_args_keep_a_windows_path_on_windows() -> None:
     # Elsewhere a POSIX shell's split, as before: a backslash escapes.
     assert github_action.split_args(text, windows=False) == [
         "--golden", "C:fixturesp1", "--only", "p1-*", "--only", "a b", "#not-a-comment"]
-    for windows in (True, False):
+    for on_windows in (True, False):
         with pytest.raises(ValueError, match="No closing quotation"):
-            github_action.split_args("--only 'p1", windows=windows)
+            github_action.split_args("--only 'p1", windows=on_windows)
+
+
+class _Job:
+    """A job that says what was asked of it, in order (the choice under test is the order)."""
+
+    def __init__(self, refuses: bool = False) -> None:
+        self.asked: list[tuple[str, int]] = []
+        self.refuses = refuses
+
+    def add(self, process_handle: int) -> None:
+        self.asked.append(("add", process_handle))
+        if self.refuses:
+            raise OSError(5, "Access is denied")
+
+    def resume(self, process_handle: int) -> None:
+        self.asked.append(("resume", process_handle))
+
+
+def test_the_adapter_starts_suspended_on_windows_and_runs_only_once_in_the_job() -> None:
+    assert windows.start_options(True) == {"creationflags": windows.CREATE_SUSPENDED}
+    assert windows.start_options(False) == {"start_new_session": True}
+    job = _Job()
+    windows.admit(job, 7)
+    assert job.asked == [("add", 7), ("resume", 7)]
+    refusing = _Job(refuses=True)
+    with pytest.raises(OSError, match="Access is denied"):
+        windows.admit(refusing, 7)
+    assert refusing.asked == [("add", 7)]  # never resumed: it ran nothing, and the kit kills it
+
+
+def test_an_adapter_the_job_refuses_is_killed_and_its_start_fails() -> None:
+    # The kit's side on any system: a real process, a job that refuses it.
+    popen = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with pytest.raises(OSError, match="the kit's Job Object refused the adapter"):
+            line_process._admit_or_kill(_Job(refuses=True), popen)
+        assert popen.poll() is not None and popen.stdin is not None and popen.stdin.closed
+    finally:
+        if popen.poll() is None:
+            popen.kill()
+            popen.wait()

@@ -56,7 +56,7 @@ def inside(root: Path, path: object) -> Path:
     return resolved
 
 
-def same_place(one: str | Path, other: str | Path) -> bool:
+def same_place(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
     """Whether *one* and *other* name the same file or folder: by identity (device and file number), never by
     spelling, since one folder has many names (a Windows 8.3 short name such as ``RUNNER~1``, macOS's
     ``/tmp`` and ``/private/tmp``, a link). False when either cannot be looked at (gone, a NUL, no access).

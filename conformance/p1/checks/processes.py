@@ -242,9 +242,11 @@ def _tool_problems(
     problems = []
     for entry in announced:
         cwd = entry.get("cwd")
-        where = PurePath(cwd) if isinstance(cwd, str) else None
-        in_root = where is not None and (places[cwd] is True if cwd in places else where.parent == PurePath(root))
-        if where is None or not in_root or not where.name.startswith("task-"):
+        if not isinstance(cwd, str):
+            in_root = False
+        else:
+            in_root = places[cwd] is True if cwd in places else PurePath(cwd).parent == PurePath(root)
+        if not in_root or not PurePath(str(cwd)).name.startswith("task-"):
             problems.append(_m("ADP-2", "/tool/cwd", f"a task- workspace directly under {root}", cwd,
                                "the kit's tool ran outside a workspace of the workspace root"))
     return problems

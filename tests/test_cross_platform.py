@@ -5,6 +5,7 @@ condition on this one (a dead proxy, a blocked import, an aliased scratch root).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -336,3 +337,23 @@ def test_an_adapter_the_job_refuses_is_killed_and_its_start_fails() -> None:
         if popen.poll() is None:
             popen.kill()
             popen.wait()
+
+
+@needs_git
+def test_the_origins_the_kit_builds_leave_nothing_once_its_process_ends(tmp_path: Path) -> None:
+    # Git writes its objects read-only; Windows deletes no read-only file, so rmtree(ignore_errors=True) left
+    # every run's origins in %TEMP%. What runs here is the removal every system uses.
+    code = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from resumekit.conformance.p1.origin import create_origin
+        origin = create_origin(Path(sys.argv[1]) / "origin", {"README.md": "hello\\n"})
+        print(sorted(p.name for p in Path(sys.argv[1]).iterdir()))
+    """)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    ran = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(temp), "TEMP": str(temp), "TMP": str(temp)}, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["['origin',", "'temp']"]
+    assert list(temp.iterdir()) == []  # the seed went at once, the templates when the process ended

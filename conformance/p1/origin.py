@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance import _files
 from resumekit.conformance._text import decode
 from resumekit.conformance.p1 import _git, origin_guard
 from resumekit.conformance.p1._git import GitError, GitLimit
@@ -258,7 +259,8 @@ def _template(
         if key not in _templates:
             if not _templates_home:
                 _templates_home.append(Path(tempfile.mkdtemp(prefix="resumekit-origins-")))
-                atexit.register(shutil.rmtree, _templates_home[0], ignore_errors=True)
+                # _files.remove, not rmtree: Git for Windows writes its objects read-only, which rmtree leaves
+                atexit.register(_files.remove, _templates_home[0])
             root = _templates_home[0] / str(len(_templates))
             _templates[key] = _build_origin(root, files, branch, message, branches, later)
         return _templates[key]
@@ -299,7 +301,7 @@ def _build_origin(
         git(["commit", "--quiet", "--no-gpg-sign", "-m", "later"], cwd=seed, env=_KIT_IDENTITY)
         git(["push", "--quiet", str(bare), "HEAD:refs/heads/later"], cwd=seed)
         later_oid = git(["rev-parse", "HEAD"], cwd=seed).strip()
-    shutil.rmtree(seed, ignore_errors=True)
+    _files.remove(seed)  # its read-only objects too (Windows)
     # One pack instead of a directory and a file per loose object: fewer files in every scenario's copy.
     git(["-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-q", "-n"], cwd=bare)
     hooks = bare / "hooks"

@@ -25,6 +25,7 @@ from resumekit.conformance.p1 import _tool, harness, links, scenario
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.results import Outcome
+from resumekit.reference.phase0 import store
 from tests.p1_stories import Told, judged
 from tests.support import ROOT
 
@@ -357,3 +358,28 @@ def test_the_origins_the_kit_builds_leave_nothing_once_its_process_ends(tmp_path
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["['origin',", "'temp']"]
     assert list(temp.iterdir()) == []  # the seed went at once, the templates when the process ended
+
+
+def test_a_store_waits_a_moment_for_a_lock_windows_releases_late(tmp_path: Path) -> None:
+    assert store.lock_patience("win32") > 0 and store.lock_patience("linux") == store.lock_patience("darwin") == 0
+    lock = tmp_path / "run.lock"
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    holder, fd = os.open(lock, flags), os.open(lock, flags)
+    tries: list[bool] = []
+
+    def try_lock(descriptor: int) -> bool:
+        """The store's real try; the holder lets go after the third refusal, as a killed process's lock goes."""
+        tries.append(store._try_lock(descriptor))
+        if len(tries) == 3:
+            store._unlock_and_close(holder)
+        return tries[-1]
+
+    try:
+        assert store._try_lock(holder)
+        assert not store._lock(fd, 0.0)  # POSIX: one try, then busy
+        assert store._lock(fd, 60.0, try_lock)
+        assert tries == [False, False, False, True]
+    finally:
+        store._unlock_and_close(fd)
+        if len(tries) < 3:
+            store._unlock_and_close(holder)

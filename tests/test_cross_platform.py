@@ -20,8 +20,9 @@ from resumekit.conformance import _files, cli, github_action
 from resumekit.conformance._process import line_process, windows
 from resumekit.conformance.adapters import process_factory
 from resumekit.conformance.adapters.factory import find_program
+from resumekit.conformance.doctor import diagnose
 from resumekit.conformance.fixtures import load_suite
-from resumekit.conformance.p1 import _tool, harness, links, scenario
+from resumekit.conformance.p1 import _tool, harness, links, origin, scenario
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.results import Outcome
@@ -383,3 +384,15 @@ def test_a_store_waits_a_moment_for_a_lock_windows_releases_late(tmp_path: Path)
         store._unlock_and_close(fd)
         if len(tries) < 3:
             store._unlock_and_close(holder)
+
+
+@needs_git
+def test_doctor_says_whether_git_can_run_the_origins_hooks(tmp_path: Path) -> None:
+    assert origin.hooks_problem() is None
+    # An sh that is not there, as on a machine with MinGit: the push cannot run its hook, and doctor says why.
+    problem = origin.hooks_problem(shell=str(tmp_path / "no-sh"))
+    assert problem is not None and "cannot run the origins' hooks" in problem and "MinGit" in problem, problem
+    assert "pre-receive" in problem, problem  # git's own words
+    lines: list[str] = []
+    assert diagnose("reference", timeout=10.0, write=lines.append) == 0
+    assert "[ok] git runs the P1 origins' hooks (an sh is there)\n" in lines

@@ -11,12 +11,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from resumekit.conformance import _files, cli, github_action
+from resumekit.conformance import _descriptors, _files, cli, github_action
 from resumekit.conformance._process import line_process, windows
 from resumekit.conformance.adapters import process_factory
 from resumekit.conformance.adapters.factory import find_program
@@ -396,3 +396,44 @@ def test_doctor_says_whether_git_can_run_the_origins_hooks(tmp_path: Path) -> No
     lines: list[str] = []
     assert diagnose("reference", timeout=10.0, write=lines.append) == 0
     assert "[ok] git runs the P1 origins' hooks (an sh is there)\n" in lines
+
+
+# -- open files against --jobs (macOS: a soft limit of 256) ------------------------------------------------
+
+posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX only: Windows has no open-file limit to set")
+
+
+def _limited(soft: int, hard: int) -> Callable[[], None]:
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    return limit
+
+
+def test_jobs_fit_under_an_open_file_limit() -> None:
+    assert _descriptors.jobs_within(24, 256) == 6  # macOS's default soft limit, 24 cores
+    assert _descriptors.jobs_within(2, 256) == 2
+    assert _descriptors.jobs_within(24, 10) == 1
+    assert _descriptors.needed(24) == 24 * _descriptors.PER_JOB + _descriptors.RESERVE
+
+
+@posix
+def test_a_run_raises_its_open_file_limit_for_its_jobs() -> None:
+    code = "from resumekit.conformance._descriptors import raised_limit; print(raised_limit(24))"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         preexec_fn=_limited(256, 4096))
+    assert ran.stdout.strip() == str(_descriptors.needed(24)), ran.stderr
+
+
+@posix
+def test_a_run_whose_limit_cannot_be_raised_runs_fewer_cases_at_once_and_says_so(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "resumekit.conformance", "run", "--only", "prefix-before-function-call",
+         "--jobs", "24", "--report-json", str(tmp_path / "report.json")],
+        capture_output=True, text=True, timeout=120, preexec_fn=_limited(256, 256), cwd=ROOT,
+    )
+    assert "--jobs 24 lowered to 6: this process may open 256 files" in ran.stderr, ran.stderr
+    document = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert [r["outcome"] for r in document["results"]] == ["passed"]

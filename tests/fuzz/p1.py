@@ -105,6 +105,9 @@ ATTACKS = [
     Attack("environment-rebuilt", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
     Attack("marker-overwritten", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="erased"),
     Attack("fork-loop", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
+    # The worker is its tool's proxy: the kit's announcement goes straight to 127.0.0.1, never through it.
+    Attack("proxies-its-tool", "p1-tool-runs-to-its-end-and-changes-no-result", expect="pass", argument="{probe}",
+           proof="armed"),
 ]
 
 

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from resumekit.conformance import (
     __version__,
+    _descriptors,
     _process,
     badge,
     contracts,
@@ -313,6 +314,9 @@ def cmd_run(arguments: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> 
     loaded, expected = _load_expectations(arguments, suite, stderr)
     if not loaded or not _prepare_outputs(arguments, stderr) or not _prepare_keep(arguments, stderr):
         return EXIT_USAGE
+    arguments.jobs, lowered = _descriptors.fitted_jobs(arguments.jobs)
+    if lowered is not None:
+        stderr.write(f"resumekit: {lowered}\n")
     try:
         adapter = open_adapter(
             arguments.adapter, timeout=arguments.timeout, validate_messages=arguments.validate_messages

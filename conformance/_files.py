@@ -56,6 +56,21 @@ def inside(root: Path, path: object) -> Path:
     return resolved
 
 
+def same_place(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether *one* and *other* name the same file or folder: by identity (device and file number), never by
+    spelling, since one folder has many names (a Windows 8.3 short name such as ``RUNNER~1``, macOS's
+    ``/tmp`` and ``/private/tmp``, a link). False when either cannot be looked at (gone, a NUL, no access).
+    Where the file system numbers no file (0, as some Windows network shares do), the resolved paths are
+    compared, without case on Windows."""
+    try:
+        first, second = os.stat(one), os.stat(other)
+        if first.st_ino and second.st_ino:
+            return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+        return os.path.normcase(os.path.realpath(one)) == os.path.normcase(os.path.realpath(other))
+    except (OSError, ValueError):
+        return False
+
+
 class NotRegular(OSError):
     """The path names something other than a regular file: a directory, a FIFO, a device."""
 

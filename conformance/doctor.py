@@ -11,6 +11,7 @@ from resumekit.conformance._text import printable
 from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, load_python, process_factory
 from resumekit.conformance.adapters.messages import preview
 from resumekit.conformance.fixtures import load_suite
+from resumekit.conformance.p1 import origin
 from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.phase0.crash import MARKER_NEVER_WRITTEN, orderly_exit_problem
 from resumekit.conformance.phase0.decisions import run_decision
@@ -57,6 +58,12 @@ def _no_stray_output(checks: _Checks, process: ProcessAdapter, after: str) -> No
     )
 
 
+def _origin_hooks(checks: _Checks) -> None:
+    """P1: git runs the origins' hooks on this machine (they need an sh, which MinGit lacks)."""
+    problem = origin.hooks_problem()
+    checks.report(problem is None, problem or "git runs the P1 origins' hooks (an sh is there)")
+
+
 def _trivial_case() -> DecisionCase:
     for case in load_suite().cases:
         if isinstance(case, DecisionCase) and case.id == "prefix-before-function-call":
@@ -96,6 +103,8 @@ def diagnose(spec: str, *, timeout: float, write: Write) -> int:
     checks.report(
         True, f"claims {', '.join(info.capabilities) or 'no capability'}; profiles {', '.join(info.profiles)}"
     )
+    if "p1.worker" in info.capabilities:
+        _origin_hooks(checks)
     try:
         _no_stray_output(checks, process, "the hello")
         _decisions(checks, process, case, info.capabilities)

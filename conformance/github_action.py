@@ -68,10 +68,22 @@ def run_arguments(env: Mapping[str, str], out: Path) -> list[str]:
     if summary:
         args += ["--summary-md", summary]
     try:
-        extra = shlex.split(env.get("RESUMEKIT_ARGS", ""))
+        extra = split_args(env.get("RESUMEKIT_ARGS", ""))
     except ValueError as error:
         raise InputError(f"the input 'args' cannot be split: {error}") from None
     return args + extra
+
+
+def split_args(text: str, *, windows: bool = os.name == "nt") -> list[str]:
+    """The words of the input 'args', split as a POSIX shell splits them (quotes group words, ``#`` is no
+    comment), except that on Windows a backslash is part of the word it is in: ``--golden C:\\fixtures`` keeps
+    its path, which POSIX splitting would make ``C:fixtures``. Raises ValueError for an unclosed quote."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    if windows:
+        lexer.escape = ""
+    return list(lexer)
 
 
 def _shard(env: Mapping[str, str]) -> tuple[int, int] | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from resumekit.conformance.p1 import _tool
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
 from resumekit.conformance.p1.control_plane import claim_faults as C
 from resumekit.conformance.p1.control_plane import faults as F
@@ -122,7 +123,8 @@ class Env:
         for name, value in (headers or {}).items():
             request.add_header(name, value)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as answer:
+            # Straight to 127.0.0.1, as the kit's own requests go: a proxy in the environment is not asked.
+            with _tool.direct_opener().open(request, timeout=timeout) as answer:
                 return answer.status, json.loads(answer.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read())

@@ -28,6 +28,7 @@ from resumekit.conformance._process.errors import LineTooLong, NotInTree, Proces
 from resumekit.conformance._process.lines import MAX_LINE, _SelectedLines, _Tail, _ThreadedLines
 from resumekit.conformance._process.pids import pidfd_open, plausible_pid, ready_pidfds
 from resumekit.conformance._process.reapers import Reaper, abort, usable
+from resumekit.conformance._process.windows import Joinable, admit, start_options
 
 if sys.platform == "win32":
     from resumekit.conformance._process.windows import _Job
@@ -68,6 +69,20 @@ def _signal_kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def _admit_or_kill(job: Joinable, popen: subprocess.Popen[bytes]) -> None:
+    """Windows: put the suspended adapter in the kit's job and let it run; if the job refuses it, kill it
+    (it ran nothing) and close its pipes, then raise: an adapter outside the job could outlive the kit."""
+    try:
+        admit(job, int(getattr(popen, "_handle", popen.pid)))  # Windows: the process handle Popen holds
+    except OSError as error:
+        popen.kill()
+        popen.wait()
+        for stream in (popen.stdin, popen.stdout, popen.stderr):
+            if stream is not None:
+                stream.close()
+        raise OSError(f"the kit's Job Object refused the adapter: {error}") from None
+
+
 class LineProcess:
     """A child process spoken to in lines: stdin for requests, stdout for responses, stderr kept as a tail.
 
@@ -106,15 +121,12 @@ class LineProcess:
                     stderr=subprocess.PIPE,
                     cwd=cwd,
                     env=env,
-                    # POSIX: its own session and process group, whose id is its pid. Windows: the job below.
-                    start_new_session=sys.platform != "win32",
+                    **start_options(sys.platform == "win32"),
                 )
                 assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
                 self._stdin, self._stdout, self._stderr = popen.stdin, popen.stdout, popen.stderr
             if job is not None and self._popen is not None:
-                # A child started in the instant before this line escapes the job: documented.
-                with contextlib.suppress(OSError):
-                    job.add(int(self._popen._handle))  # type: ignore[attr-defined,unused-ignore]
+                _admit_or_kill(job, self._popen)
         except (OSError, ValueError) as error:
             if job is not None:
                 job.close()

@@ -1,12 +1,40 @@
-"""Windows Job Objects: a tree of processes that ends as a whole (Windows only; empty elsewhere).
+"""Windows Job Objects: a tree of processes that ends as a whole (the job itself exists on Windows only).
 
 The kit adds every adapter it starts to a job of its own, created to kill its members when the kit
 closes it; ``LineProcess`` ends the job to end the adapter's tree, and asks it whether a pid is a member.
+The adapter starts suspended and runs only once it is in the job (``start_options``, ``admit``): under a
+venv launcher the process the kit starts at once starts the real interpreter, which a job added later
+would not hold.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any, Protocol
+
+CREATE_SUSPENDED = 0x00000004
+
+
+class Joinable(Protocol):
+    """What ``admit`` needs of a job: ``_Job`` on Windows."""
+
+    def add(self, process_handle: int) -> None: ...
+
+    def resume(self, process_handle: int) -> None: ...
+
+
+def start_options(windows: bool) -> dict[str, Any]:
+    """The ``Popen`` options of an adapter. POSIX: a session of its own, whose process group id is its pid.
+    Windows: suspended, so that it runs no instruction, and starts no child, before ``admit`` put it in the
+    kit's job."""
+    return {"creationflags": CREATE_SUSPENDED} if windows else {"start_new_session": True}
+
+
+def admit(job: Joinable, process_handle: int) -> None:
+    """Put a suspended process in *job*, then let it run. OSError if the job refuses it: the caller kills the
+    process, which has run nothing yet, rather than run an adapter whose tree it could not end."""
+    job.add(process_handle)
+    job.resume(process_handle)
 
 if sys.platform == "win32":
     import ctypes
@@ -29,6 +57,10 @@ if sys.platform == "win32":
     _kernel32.WaitForSingleObject.argtypes = [wintypes.HANDLE, wintypes.DWORD]
     _kernel32.CloseHandle.restype = wintypes.BOOL
     _kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
+    # Popen closes the main thread's handle, so the process is resumed as a whole (as the reference's tools).
+    _ntdll = ctypes.WinDLL("ntdll")
+    _ntdll.NtResumeProcess.restype = ctypes.c_long
+    _ntdll.NtResumeProcess.argtypes = [wintypes.HANDLE]
 
     _QUERY_LIMITED_INFORMATION, _SYNCHRONIZE = 0x1000, 0x00100000
     _JOB_EXTENDED_LIMIT_INFORMATION, _KILL_ON_JOB_CLOSE = 9, 0x2000
@@ -76,6 +108,11 @@ if sys.platform == "win32":
         def add(self, process_handle: int) -> None:
             if not _kernel32.AssignProcessToJobObject(self.handle, process_handle):
                 raise ctypes.WinError(ctypes.get_last_error())
+
+        def resume(self, process_handle: int) -> None:
+            status = _ntdll.NtResumeProcess(process_handle)
+            if status < 0:  # an NTSTATUS error
+                raise OSError(f"cannot resume the process: NTSTATUS {status & 0xFFFFFFFF:#010x}")
 
         def contains(self, pid: int) -> bool:
             if self.handle is None:

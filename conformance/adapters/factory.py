@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +59,19 @@ def split_command(command: str, *, windows: bool = os.name == "nt") -> list[str]
     return [w[1:-1] if len(w) >= 2 and w[0] == w[-1] == '"' else w for w in words]
 
 
+def find_program(
+    argv: list[str], *, windows: bool = os.name == "nt", which: Callable[[str], str | None] = shutil.which
+) -> list[str]:
+    """*argv* with its program found as the Windows shell finds it. CreateProcess tries only ``NAME.exe``, so
+    the ``.cmd`` shims npm installs (``npx``, ``pnpm``, ``yarn``, ``tsx``) would not be found: a program named
+    without an extension is looked up along PATH and PATHEXT (``shutil.which``). Elsewhere, and for a name
+    with an extension or one not found (the start then says so), *argv* is unchanged."""
+    if not windows or not argv or os.path.splitext(argv[0])[1]:
+        return argv
+    found = which(argv[0])
+    return [found, *argv[1:]] if found else argv
+
+
 AdapterFactory = Callable[[], "ProcessAdapter"]
 
 
@@ -76,7 +90,7 @@ def process_factory(
     if spec == "reference":
         argv, env, label = reference_argv(), _package_env(), "reference"
     else:
-        argv = split_command(spec)
+        argv = find_program(split_command(spec))
         if not argv:
             raise AdapterStartError("the adapter command is empty")
         env, label = None, spec

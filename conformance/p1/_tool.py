@@ -85,13 +85,20 @@ def read_announce_file(path: Path) -> str:
     return url
 
 
+def direct_opener() -> urllib.request.OpenerDirector:
+    """An opener that goes straight to the kit's control plane on 127.0.0.1. ``urlopen`` would honour
+    ``http_proxy``/``all_proxy`` and the Windows and macOS system proxies, which do not bypass 127.0.0.1
+    unless told: the announcement would go to the proxy and the worker be blamed for a tool never seen."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _announce(url: str, writer: _Writer, grandchild: int | None) -> None:
     body = {"pid": os.getpid(), "grandchild": grandchild, "cwd": str(writer.workspace), "writes": writer.writes}
     request = urllib.request.Request(
         url, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=_ANNOUNCE_TIMEOUT_S) as answer:
+        with direct_opener().open(request, timeout=_ANNOUNCE_TIMEOUT_S) as answer:
             answer.read()
     except OSError as error:
         # Not the URL: it carries the control plane's secret, and the worker reads this stream.

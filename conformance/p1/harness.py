@@ -15,6 +15,7 @@ from typing import Any
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.history import ReportBudget
 from resumekit.conformance.keep import Keeper
+from resumekit.conformance.p1 import links
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.matrix import run_matrix
 from resumekit.conformance.p1.scenario import run_scenario
@@ -39,11 +40,15 @@ def scenario_runner(
     """The case runner for P1 scenarios, bound to a maker of fresh worker adapters.
 
     With *power* the scenarios that kill run under simulated power loss; where the layer cannot run,
-    those are not run, with the reason (the others run as usual). With *keeper* (``--keep-failed``) the
+    those are not run, with the reason (the others run as usual). A scenario that plants symbolic links
+    is not run, with the reason, where this machine refuses them (``links``). With *keeper* (``--keep-failed``) the
     world of each scenario that fails or errs is kept.
     """
 
     def run(case: ScenarioCase) -> CaseResult:
+        refused = links.refused() if links.needs_links(case.steps) else None
+        if refused is not None:
+            return result_for(case, Outcome.NOT_RUN, message=refused)
         if power is not None and _kills(case):
             reason = unavailable()
             if reason is not None:

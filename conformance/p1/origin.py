@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumekit.conformance import _files
 from resumekit.conformance._text import decode
 from resumekit.conformance.p1 import _git, origin_guard
 from resumekit.conformance.p1._git import GitError, GitLimit
@@ -220,6 +221,34 @@ def _hook_script(python: str, mode: str) -> str:
     return f'#!/bin/sh\nexec "{exe}" -I -S "$GIT_DIR/hooks/resumekit_pre_receive.py" {mode}\n'
 
 
+def hooks_problem(shell: str = "/bin/sh") -> str | None:
+    """None when git runs an origin's hooks here; otherwise what happened. The origins' hooks are scripts for
+    *shell* (``_hook_script``): Git for Windows runs them through the sh it brings, MinGit has none, and then
+    every push of every P1 case would fail its hook. Found by a push to a throwaway origin whose pre-receive
+    hook, of the same form, leaves a file."""
+    root = _files.scratch("hooks")
+    try:
+        bare, seed = root / "origin.git", root / "seed"
+        git(["init", "--quiet", "--bare", "--template=", str(bare)], cwd=root)
+        git(["init", "--quiet", "--template=", str(seed)], cwd=root)
+        (bare / "hooks").mkdir()
+        hook = bare / "hooks" / "pre-receive"
+        hook.write_text(f"#!{shell}\n: > hook-ran\n", encoding="utf-8", newline="\n")  # its cwd: the origin
+        hook.chmod(0o755)
+        git(["commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "probe"], cwd=seed, env=_KIT_IDENTITY)
+        pushed = _run_git(["push", "--quiet", str(bare), "HEAD:refs/heads/probe"], cwd=seed)
+        if (bare / "hook-ran").is_file():
+            return None
+        lines = decode(pushed.stderr).strip().splitlines()
+        said = ([line for line in lines if "hook" in line] or lines or ["no word from git"])[0]
+        why = f"the push {'failed' if pushed.returncode else 'went through without running it'}: {said}"
+    except (GitError, OSError) as error:
+        why = str(error)
+    finally:
+        _files.remove(root)
+    return f"git cannot run the origins' hooks, scripts for {shell} (Git for Windows has one, MinGit not): {why}"
+
+
 def create_origin(
     root: Path,
     files: Mapping[str, str],
@@ -258,7 +287,8 @@ def _template(
         if key not in _templates:
             if not _templates_home:
                 _templates_home.append(Path(tempfile.mkdtemp(prefix="resumekit-origins-")))
-                atexit.register(shutil.rmtree, _templates_home[0], ignore_errors=True)
+                # _files.remove, not rmtree: Git for Windows writes its objects read-only, which rmtree leaves
+                atexit.register(_files.remove, _templates_home[0])
             root = _templates_home[0] / str(len(_templates))
             _templates[key] = _build_origin(root, files, branch, message, branches, later)
         return _templates[key]
@@ -299,7 +329,7 @@ def _build_origin(
         git(["commit", "--quiet", "--no-gpg-sign", "-m", "later"], cwd=seed, env=_KIT_IDENTITY)
         git(["push", "--quiet", str(bare), "HEAD:refs/heads/later"], cwd=seed)
         later_oid = git(["rev-parse", "HEAD"], cwd=seed).strip()
-    shutil.rmtree(seed, ignore_errors=True)
+    _files.remove(seed)  # its read-only objects too (Windows)
     # One pack instead of a directory and a file per loose object: fewer files in every scenario's copy.
     git(["-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-q", "-n"], cwd=bare)
     hooks = bare / "hooks"

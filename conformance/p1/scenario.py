@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePath
 from types import MappingProxyType
 from typing import Any
 
@@ -286,6 +287,21 @@ def _read_at_end(drive: verbs.Drive) -> None:
     fast = [[*key, known] for key, known in origins.pop("fast_forward").items()]
     world.record("kit", "origins-at-end", **origins, fast_forward=fast)
     world.record("kit", "decoys", when="after", entries=decoy_entries(world))
+    places = tool_places(world.workspace_root, control.log())
+    if places:
+        world.record("kit", "tool-places", places=places)
+
+
+def tool_places(workspace_root: Path, log: Sequence[Mapping[str, Any]], most: int = 64) -> dict[str, bool]:
+    """For each folder the kit's tool said it ran in (at most *most*), whether the folder holding it is the
+    workspace root: the same folder, however the tool's ``getcwd()`` spelled it (a Windows 8.3 short name, a
+    link, macOS's /private), for ADP-2's ``processes.tool``."""
+    places: dict[str, bool] = {}
+    for entry in log:
+        cwd = entry.get("cwd") if entry.get("kind") == "tool_started" else None
+        if isinstance(cwd, str) and cwd not in places and len(places) < most:
+            places[cwd] = _files.same_place(PurePath(cwd).parent, workspace_root)
+    return places
 
 
 def _caches(world: World, rows: Sequence[evidence.Row]) -> dict[str, list[Any]]:

@@ -49,8 +49,9 @@ import math
 import os
 import re
 import sys
+import time
 from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from resumekit.reference.durable import sync_directory, sync_fd
@@ -339,6 +340,27 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
+def lock_patience(platform: str = sys.platform) -> float:
+    """Seconds a new store keeps trying for the lock before it calls the ledger busy. Windows releases a killed
+    process's byte-range locks "after a time that depends on available system resources", so a store opened
+    right after a kill would find its dead predecessor's lock: it tries for two seconds. POSIX drops a flock as
+    its holder dies: one try."""
+    return 2.0 if platform == "win32" else 0.0
+
+
+def _lock(fd: int, patience_s: float, try_lock: Callable[[int], bool] = _try_lock) -> bool:
+    """Take the lock on *fd*, trying again for *patience_s* seconds (no event says a lock was released:
+    short, growing pauses); False if it is still held then."""
+    deadline, pause = time.monotonic() + patience_s, 0.005
+    while not try_lock(fd):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.1)
+    return True
+
+
 def _unlock_and_close(fd: int) -> None:
     try:
         if sys.platform == "win32":
@@ -478,7 +500,7 @@ class LedgerStore:
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
         fd = os.open(lock, flags, 0o644)
         try:
-            if not _try_lock(fd):
+            if not _lock(fd, lock_patience()):
                 raise LedgerBusy(
                     f"the ledger {self._path} is open for writing by another store (its lock file {lock.name} is "
                     "held): a run has one writer at a time (STORE-8)"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import sys
 import tempfile
@@ -68,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         context.decoy.close()
     # Every part's tally holds its peak. The p1 part's is the kit's own processes; RUSAGE_CHILDREN would
     # count its adapters' trees too (the kit reaps them), so it stands in only when the p1 part did not run.
+    import resource  # POSIX only, imported here so that the tests collect on Windows
+
     reaped = [] if "p1" in parts else [resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]
     peak = max([t.peak_kb for t in tallies] + reaped)
     system_left = context.system_scratch_left()

@@ -130,6 +130,9 @@ ATTACKS += [
     Attack("ref-written-then-reported", COMMIT, clauses=("COMMIT-3",)),
     Attack("branch-deleted-and-reported", CAPTURE, clauses=("COMMIT-3",)),
     Attack("sleeper-announced-as-tool", "p1-tool-runs-to-its-end-and-changes-no-result", clauses=("ADP-2",)),
+    # The worker is its tool's proxy: the kit's announcement goes straight to 127.0.0.1, never through it.
+    Attack("proxies-its-tool", "p1-tool-runs-to-its-end-and-changes-no-result", expect="pass", argument="{probe}",
+           proof="armed"),
 ]
 
 

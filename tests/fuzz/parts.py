@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -157,6 +156,8 @@ class Pool:
                 worker["process"].wait(30)
             except subprocess.TimeoutExpired:
                 self._kill(worker)
+        import resource  # POSIX only, imported here so that the tests collect on Windows
+
         return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 
     def scratch_left(self) -> int:

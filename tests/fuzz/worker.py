@@ -17,7 +17,6 @@ import contextlib
 import io
 import json
 import os
-import resource
 import sys
 import traceback
 from pathlib import Path
@@ -82,11 +81,15 @@ def job(request: dict[str, Any]) -> dict[str, Any]:
                 "summary": document.get("summary"),
                 "errored": [r.get("message", "")[:300] for r in document["results"] if r["outcome"] == "errored"][:5],
             }
+    import resource  # POSIX only, imported here so that the tests collect on Windows
+
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"validate": validate, "run": run, "report": summary, "peakKb": peak}
 
 
 def main() -> int:
+    import resource  # POSIX only, imported here so that the tests collect on Windows
+
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     _remember_schema_checks()
     answer = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")

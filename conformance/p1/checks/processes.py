@@ -126,7 +126,8 @@ def tool(history: Story, scenario: Scenario) -> list[Mismatch]:
     announced = [entry for entry in history.log if entry.get("kind") == "tool_started"]
     world = views.last_of(history.events, "kit", "world")
     root = str(world.get("workspaceRoot")) if world is not None else ""
-    return _tool_problems(announced, root)
+    places = views.last_of(history.events, "kit", "tool-places")
+    return _tool_problems(announced, root, (places.get("places") or {}) if places is not None else {})
 
 
 def watch(history: Story, scenario: Scenario) -> list[Mismatch]:
@@ -231,17 +232,24 @@ def _gaps(worker: str, claims: Sequence[Mapping[str, Any]], retry_after_ms: int)
     return [_m("WRK-3", f"/workers/{worker}/claims", f">= {retry_after_ms} ms between claims", round(soonest, 1), note)]
 
 
-def _tool_problems(announced: Sequence[Mapping[str, Any]], root: str) -> list[Mismatch]:
+def _tool_problems(
+    announced: Sequence[Mapping[str, Any]], root: str, places: Mapping[str, Any] | None = None
+) -> list[Mismatch]:
     """The kit's tool ran, in a workspace directly under the (resolved) workspace root (ADP-2, WRK-4):
-    without it the WRK-5 watch would prove nothing."""
+    without it the WRK-5 watch would prove nothing. Where the kit looked at the folder holding a workspace
+    (*places*: ``scenario.tool_places``), it is the root by identity; the spelling decides only otherwise."""
+    places = places or {}
     if not announced:
         return [_m("ADP-2", "/tool", "the tool started in a workspace", None,
                    "the kit's tool never announced itself: the worker did not run it")]
     problems = []
     for entry in announced:
         cwd = entry.get("cwd")
-        where = PurePath(cwd) if isinstance(cwd, str) else None
-        if where is None or where.parent != PurePath(root) or not where.name.startswith("task-"):
+        if not isinstance(cwd, str):
+            in_root = False
+        else:
+            in_root = places[cwd] is True if cwd in places else PurePath(cwd).parent == PurePath(root)
+        if not in_root or not PurePath(str(cwd)).name.startswith("task-"):
             problems.append(_m("ADP-2", "/tool/cwd", f"a task- workspace directly under {root}", cwd,
                                "the kit's tool ran outside a workspace of the workspace root"))
         problems += _unseen(entry)

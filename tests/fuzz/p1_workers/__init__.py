@@ -21,6 +21,7 @@ from tests.fuzz.p1_workers import (
     forged,
     memory,
     places,
+    platforms,
     procs,
     readings,
     settled,
@@ -83,6 +84,7 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "ref-written-then-reported": forged.WritesTheRefThenReports,
     "branch-deleted-and-reported": forged.DeletesTheBranchAndReports,
     "sleeper-announced-as-tool": forged.AnnouncesASleeperAsTheTool,
+    "proxies-its-tool": platforms.ProxiesItsTool,
 }
 ATTACKS.update(
     {

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -80,6 +79,8 @@ class FillsItsDisk(reference.Worker):
     worker logged as fatal goes to the probe file the campaign names (argument 1): the proof the write failed."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import resource  # POSIX only, imported here so that the tests collect on Windows
+
         super().__init__(*args, **kwargs)
         _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
@@ -107,6 +108,8 @@ class FillsItsDisk(reference.Worker):
         state = self.config.state_dir
         sizes = [p.stat().st_size for p in (state / JOURNAL_NAME, state / f"{JOURNAL_NAME}-wal") if p.exists()]
         limit = max(sizes) if file == "journal" else 0
+        import resource  # POSIX only, imported here so that the tests collect on Windows
+
         _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
 

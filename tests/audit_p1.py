@@ -207,6 +207,16 @@ def _scenario_cell(row: Row) -> str:
     return f"{every}{len(row.scenarios)}: {shown}" if row.scenarios else f"{every}none cites it"
 
 
+def _worker_cell(row: Row) -> str:
+    """The broken workers caught by the clause; with no check to name it, those that break it are caught by
+    another of their expected clauses, and the cell says so."""
+    if not row.workers:
+        return "none"
+    if row.checks:
+        return ", ".join(row.workers)
+    return f"none caught by it; broken by {', '.join(row.workers)}, caught under another of their clauses"
+
+
 def _status(row: Row) -> str:
     if row.gap:
         return "**gap: only an expected outcome names it**" if row.checks else "**gap: no check**"
@@ -244,7 +254,7 @@ def render(rows: Sequence[Row]) -> str:
             row.observable.replace("*", "\\*"),
             ", ".join(f"`{name}`" for name in row.checks) or "none",
             _scenario_cell(row),
-            ", ".join(row.workers) or "none",
+            _worker_cell(row),
             _status(row),
         )
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")

@@ -87,5 +87,8 @@ def test_a_row_names_the_checks_scenarios_and_broken_workers_of_its_clause(rows:
     assert by["KEY-3"].reason.startswith("Other workers MAY") and not by["KEY-3"].gap
     assert by["EVID-3"].reason and by["GATE-1"].reason and not by["GATE-1"].checks
     assert by["COMMIT-4"].observable.startswith("After commit_done")
+    # A worker that breaks a clause no check names is caught under another of its clauses: the row says so.
+    assert "follows-links-in-cleanup" in by["CLEAN-4"].workers and not by["CLEAN-4"].checks
+    assert "none caught by it; broken by follows-links-in-cleanup" in audit_p1.render([by["CLEAN-4"]])
     # An expected outcome's clause is no check of its own: SUB-6 is named only there, so it is a gap.
     assert by["SUB-6"].checks == ("convergence.outcomes",) and by["SUB-6"].gap

@@ -105,6 +105,7 @@ ATTACKS = [
     Attack("environment-rebuilt", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
     Attack("marker-overwritten", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="erased"),
     Attack("fork-loop", CAPTURE, clauses=("WRK-5",), argument="{probe}", proof="daemon"),
+    Attack("takes-a-5xx-for-a-rejection", "p1-submit-5xx-twice-then-success", clauses=("SUB-4",)),
 ]
 
 

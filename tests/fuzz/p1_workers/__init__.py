@@ -14,7 +14,7 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
-from tests.fuzz.p1_workers import _base, files, memory, places, procs, text, traffic, writes
+from tests.fuzz.p1_workers import _base, files, labels, memory, places, procs, text, traffic, writes
 
 ATTACKS: dict[str, type[reference.Worker]] = {
     "cache-fifo": files.CacheIsAFifo,
@@ -60,6 +60,7 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "environment-rebuilt": procs.RebuildsTheEnvironment,
     "marker-overwritten": procs.OverwritesTheMarker,
     "fork-loop": procs.ForksOnAndOn,
+    "takes-a-5xx-for-a-rejection": labels.TakesA5xxForARejection,
 }
 
 

@@ -84,10 +84,12 @@ def judged(
     profile: str = "strict",
     expect: Mapping[str, Mapping[str, Any]] | None = None,
     names: Mapping[str, str] | None = None,
+    cites: Sequence[str] = (),
 ) -> list[Mismatch]:
-    """The findings of the rule *name* over *told*, in *profile*, as the verdict takes them; each must carry one
-    of the clauses the rule's row lists (so every test of a rule checks its row too)."""
-    scenario = Scenario(expect or {}, names or {}, profile)
+    """The findings of the rule *name* over *told*, in *profile*, as the verdict takes them (for a scenario that
+    cites *cites*); each must carry one of the clauses the rule's row lists (so every test of a rule checks its
+    row too)."""
+    scenario = Scenario(expect or {}, names or {}, profile, tuple(cites))
     found = rules.named(name, told.story(profile), scenario)
     listed = rules.BY_NAME[name].clauses
     for mismatch in found:

@@ -206,17 +206,18 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "CHECKPOINT_SCOPE_ISOLATION",
         frozenset({"KEY-1", "KEY-2", "SCOPE-3"}),
     ),
-    # Polling again, the attempt converges where it must end in receipt_not_visible.
+    # Polling again, the attempt converges where it must end in receipt_not_visible: each outcome names the
+    # scenario's rule, COMMIT-4 (no longer FPT-4, a clause of kills, or PHASE-4's list of reasons).
     "polls-until-visible": (
         "p1-commit-delayed-visibility-reconciles",
         "LEASE_RENEWAL_RECOVERY",
-        frozenset({"FPT-4", "PHASE-4"}),
+        frozenset({"COMMIT-4"}),
     ),
-    # Without the cap the sixth resumption completes the task instead of ending it in recovery_cap.
+    # Without the cap the sixth resumption completes the task instead of ending it in recovery_cap (RESUME-6).
     "no-recovery-cap": (
         "p1-strict-recovery-cap-after-five-restarts-without-progress",
         "WORKER_RESTART_RESUME",
-        frozenset({"FPT-4", "PHASE-4"}),
+        frozenset({"RESUME-6"}),
     ),
     # The tool and its grandchild outlive the killed worker and keep writing into its old workspace, which the
     # watch from the next worker's first request sees (WRK-5); recreating that workspace during the startup

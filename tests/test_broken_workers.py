@@ -1,9 +1,10 @@
 """Each deliberately broken P1 worker (tests/broken/workers/) fails the gate its bug breaks, and only
 the gates its bug touches: those of the clauses it breaks and every gate a scenario that caught it names.
 
-Every bug runs the same compact selection of scenarios, which together name all nine gates, through the
-``resumekit`` command in a subprocess with a timeout. The runs go two at a time in one module-scoped
-fixture, so the whole module takes about as long as four or five of them in a row. The bugs that only make
+Each bug runs only the scenarios it must fail, plus the first scenario of the compact selection it must pass
+(a bug caught everywhere has none), through the ``resumekit`` command in a subprocess with a timeout, so the
+module grows by two or three scenario runs with each new worker. The runs go two at a time in one
+module-scoped fixture. The bugs that only make
 a campaign vacuous (``CAMPAIGN_BUGS``) each run the smallest crash matrix and a small soak instead, and a
 reference that does not claim p1.journal runs one scenario: none of them may leave a gate passed.
 """
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 GUARD = 300  # seconds: far above an honest run of the selection, only there to turn a hang into a failure
 
-# One or two scenarios per gate; each bug below is caught by at least one of them.
+# One or two scenarios per gate, which together name all nine: a bug passes the first of them it must not fail.
 SELECTION = (
     "p1-capture-completes",  # CHECKPOINT_DURABLE_WRITE, RESULT_SUBMISSION_REPLAY_SAFE
     "p1-commit-completes",  # CHECKPOINT_DURABLE_WRITE, RETRY_IDEMPOTENT..., LEASE_RENEWAL_RECOVERY
@@ -45,8 +46,12 @@ SELECTION = (
 )
 
 EVERY_GATE = frozenset(GATES)
+# Where a bug caught on every scenario is run: the scenarios of the two task kinds (a bug that fails both is
+# taken for one caught everywhere, which has no scenario to pass).
+EVERYWHERE = frozenset({"p1-capture-completes", "p1-commit-completes"})
 
 # bug -> (the gates its clauses fail, the scenarios that must fail, clauses of which each failing scenario cites one)
+# A bug runs its scenarios and the first of SELECTION it must pass; they may be any golden scenarios.
 EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     # A failed check counts against the gates whose clauses include it (spec section 17); the comments say
     # which clause brings in each gate beyond the bug's own. A failed scenario also fails every gate it names
@@ -55,7 +60,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     # and RESULT_SUBMISSION_REPLAY_SAFE. Submitting first, it also submits once after its lease was lost (LEASE-4).
     "submits-before-pending": (
         frozenset({"CHECKPOINT_DURABLE_WRITE", "RESULT_SUBMISSION_REPLAY_SAFE", "LEASE_RENEWAL_RECOVERY"}),
-        frozenset(SELECTION),
+        EVERYWHERE | {"p1-lease-expired-before-submission-abandons-the-attempt"},
         frozenset({"SUB-1", "LEASE-4"}),
     ),
     # The new key breaks KEY-2 (four gates list it). Its result_pending row was durable, under the old key, so
@@ -101,7 +106,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     # WORKER_RESTART_RESUME (the new process's connections).
     "synchronous-normal": (
         frozenset({"CHECKPOINT_DURABLE_WRITE", "WORKER_RESTART_RESUME"}),
-        frozenset(SELECTION),
+        EVERYWHERE,
         frozenset({"JNL-5"}),
     ),
     # Keeping the old workspace fails CLEAN-1 at the first request of a restart; the replay scenario's own
@@ -123,7 +128,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     ),
     # The answer to p1.journal.settings lists no connection while the journal log lists one: the contradiction fails
     # ADP-3 (CHECKPOINT_DURABLE_WRITE's) in every scenario, each of which asks once the last step is done.
-    "hides-its-connections": (frozenset({"CHECKPOINT_DURABLE_WRITE"}), frozenset(SELECTION), frozenset({"ADP-3"})),
+    "hides-its-connections": (frozenset({"CHECKPOINT_DURABLE_WRITE"}), EVERYWHERE, frozenset({"ADP-3"})),
     # Stories that pass and are false, caught in the two scenarios of the selection with a commit task. A commit of
     # another tree landed where C should: TASK-4 (RESUME_FROM_CHECKPOINT's and RETRY_IDEMPOTENT...'s).
     "lands-another-tree": (
@@ -147,7 +152,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
 if "leaves-a-daemon" in BUGS:  # Linux only: elsewhere the kit cannot look for what escaped the adapter's tree
     # Every startup leaves a daemon outside the adapter's session: after each scenario the kit finds it by the
     # case's marker, names it (WRK-5, a strict clause of WORKER_RESTART_RESUME) and kills it.
-    EXPECTED["leaves-a-daemon"] = (frozenset({"WORKER_RESTART_RESUME"}), frozenset(SELECTION), frozenset({"WRK-5"}))
+    EXPECTED["leaves-a-daemon"] = (frozenset({"WORKER_RESTART_RESUME"}), EVERYWHERE, frozenset({"WRK-5"}))
 
 
 # Every check a P1 mismatch may name: the rules of the table, the campaigns' checks, the table's own.
@@ -161,14 +166,28 @@ def _named_by_registered_checks(document: dict[str, Any]) -> None:
     assert all(check in CHECKS for _, check in named), [pair for pair in named if pair[1] not in CHECKS]
 
 
-# The gates each scenario of the selection names in its golden file.
-_GATES_OF = {case.id: frozenset(case.counts_toward) for case in load_suite().cases if case.id in SELECTION}
+# The gates each P1 scenario names in its golden file.
+_GATES_OF = {case.id: frozenset(case.counts_toward) for case in load_suite().cases if case.kind == "p1"}
+
+
+def passing(bug: str) -> tuple[str, ...]:
+    """The scenario *bug* must pass: the first of the selection it is not expected to fail; none for a bug
+    caught everywhere, which fails the scenarios of both task kinds (EVERYWHERE)."""
+    failing = EXPECTED[bug][1]
+    if failing >= EVERYWHERE:
+        return ()
+    return tuple(scenario for scenario in SELECTION if scenario not in failing)[:1]
+
+
+def selection(bug: str) -> tuple[str, ...]:
+    """What *bug* runs: the scenarios it must fail, then the one it must pass."""
+    return (*sorted(EXPECTED[bug][1]), *passing(bug))
 
 
 def _run(bug: str, report: Path) -> tuple[int, dict[str, Any], str]:
-    selection = [arg for scenario in SELECTION for arg in ("--only", scenario)]
+    selection_args = [arg for scenario in selection(bug) for arg in ("--only", scenario)]
     adapter = python_command("-m", "tests.broken.workers", bug)
-    return run_resumekit(report, "--kind", "p1", "--adapter", adapter, *selection, guard=GUARD)
+    return run_resumekit(report, "--kind", "p1", "--adapter", adapter, *selection_args, guard=GUARD)
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +200,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[i
 
 def test_every_bug_has_an_expectation_and_the_selection_names_every_gate() -> None:
     assert set(EXPECTED) == set(BUGS) and len(BUGS) >= 9
-    assert set(_GATES_OF) == set(SELECTION) and frozenset().union(*_GATES_OF.values()) == EVERY_GATE
+    assert set(SELECTION) <= set(_GATES_OF) and frozenset().union(*(_GATES_OF[s] for s in SELECTION)) == EVERY_GATE
+    assert all(scenarios <= set(_GATES_OF) for _, scenarios, _ in EXPECTED.values())
+
+
+def test_a_bug_runs_the_scenarios_it_must_fail_and_one_it_must_pass() -> None:
+    assert selection("new-key-on-restart") == ("p1-kill-after-pending-resends-the-same-key", "p1-capture-completes")
+    assert selection("hides-its-connections") == tuple(sorted(EVERYWHERE))  # caught everywhere: nothing to pass
+    assert passing("submits-before-pending") == ()
+    assert all(len(selection(bug)) <= len(EXPECTED[bug][1]) + 1 for bug in EXPECTED)
 
 
 @pytest.mark.parametrize("bug", sorted(EXPECTED))
@@ -195,9 +222,12 @@ def test_a_broken_worker_fails_the_gates_its_bug_breaks(
     verdicts = {name: row["verdict"] for name, row in gate_rows(document).items()}
     assert set(verdicts) == EVERY_GATE
     assert {gate for gate, verdict in verdicts.items() if verdict == "failed"} == gates, verdicts
-    assert all(verdict == "passed" for gate, verdict in verdicts.items() if gate not in gates), verdicts
+    # The gates of the scenario it passes pass, unless its bug fails them elsewhere; no gate passes untried.
+    tried = frozenset().union(*(_GATES_OF[case] for case in passing(bug)))
+    assert all(verdicts[gate] == "passed" for gate in tried - gates), verdicts
+    assert all(verdicts[gate] == "not run" for gate in EVERY_GATE - gates - tried), verdicts
     results = {result["id"]: result for result in document["results"]}
-    assert set(results) == set(SELECTION)
+    assert set(results) == set(selection(bug))
     failing = {case for case, result in results.items() if result["outcome"] != "passed"}
     assert failing == scenarios, {case: results[case]["mismatches"] for case in failing}
     _named_by_registered_checks(document)

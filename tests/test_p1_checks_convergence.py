@@ -10,21 +10,47 @@ from resumekit.conformance.p1.canonical import result_hash
 from tests.p1_stories import Told, clauses, judged, row
 
 NAMES = {"task": "t-1"}
+# A crash scenario's own clauses (golden/p1/failpoints.yaml): its outcomes stand for FPT-4.
+CRASH = ("FPT-1", "FPT-2", "FPT-4", "RESUME-2", "PHASE-3", "LEASE-4", "RESUME-3")
 
 
-def _outcome(told: Told, **expect: Any) -> list[Any]:
-    return judged("convergence.outcomes", told, expect={"task": expect}, names=NAMES)
+def _outcome(told: Told, cites: tuple[str, ...] = CRASH, **expect: Any) -> list[Any]:
+    return judged("convergence.outcomes", told, expect={"task": expect}, names=NAMES, cites=cites)
+
+
+EVERY = {"final": "result_submitted", "reason": "x", "attempts": 1, "state": "SUCCEEDED", "stored": True,
+         "pushes": 1, "submissions": 1, "ended": ["result_submitted"], "reused": False}
 
 
 def test_no_expectation_is_nothing_to_judge_and_no_rows_never_pass_one() -> None:
     assert judged("convergence.outcomes", Told()) == []
-    found = _outcome(Told(), final="result_submitted", reason="x", attempts=1, state="SUCCEEDED", stored=True,
-                     pushes=1, submissions=1, ended=["result_submitted"], reused=False)
+    found = _outcome(Told(), **EVERY)
     assert [(m.clause, m.pointer) for m in found] == [
-        ("FPT-4", "/expect/task/final"), ("PHASE-4", "/expect/task/reason"), ("FPT-4", "/expect/task/state"),
-        ("FPT-4", "/expect/task/stored"), ("SCOPE-1", "/expect/task/attempts"), ("COMMIT-3", "/expect/task/pushes"),
-        ("SUB-6", "/expect/task/submissions"), ("FPT-4", "/expect/task/ended"),
+        ("FPT-4", "/expect/task/final"), ("FPT-4", "/expect/task/reason"), ("FPT-4", "/expect/task/state"),
+        ("FPT-4", "/expect/task/stored"), ("FPT-4", "/expect/task/attempts"), ("FPT-4", "/expect/task/pushes"),
+        ("RESUME-2", "/expect/task/submissions"), ("FPT-4", "/expect/task/ended"),
     ]
+
+
+def test_an_outcome_names_the_scenarios_own_rule_for_it_or_no_clause() -> None:
+    # A resend after 5xx (p1-submit-5xx-twice-then-success cites SUB-4): a count of submissions is SUB-4's,
+    # not SUB-6's, a clause of 4xx answers that never came; so is the final phase the resends lead to.
+    five = ("SUB-4", "WRK-3", "CP-21", "KEY-1")
+    found = _outcome(Told(), five, final="result_submitted", submissions=3)
+    assert [(m.clause, m.pointer) for m in found] == [("SUB-4", "/expect/task/final"),
+                                                     ("SUB-4", "/expect/task/submissions")]
+    # A 4xx scenario's count is SUB-6's.
+    assert clauses(_outcome(Told(), ("SUB-6", "OUT-1", "CP-9"), submissions=1)) == ["SUB-6"]
+    # A duplicate delivery's count of attempts is RESUME-4's, not SCOPE-1's; with no clause of attempts, none.
+    delivery = ("RESUME-4", "LEASE-1", "PHASE-2", "CP-7", "CP-21", "KEY-1")
+    assert clauses(_outcome(Told(), delivery, attempts=1)) == ["RESUME-4"]
+    cleanup = _outcome(Told(), ("CLEAN-1", "CLEAN-4"), final="result_submitted", attempts=1, pushes=1, reused=True)
+    assert clauses(cleanup) == [None, None, None, None]
+    # A scope scenario's count of attempts stands for the identity it sets up; its reuse for SCOPE-4.
+    scope = ("SCOPE-1", "SCOPE-2", "SCOPE-4", "KEY-1", "PHASE-2", "PHASE-3")
+    assert clauses(_outcome(Told(), scope, attempts=2, reused=True)) == ["SCOPE-1", "SCOPE-4"]
+    # A moved branch's reason is the pre-push read's (COMMIT-1), not PHASE-4's list of reasons.
+    assert clauses(_outcome(Told(), ("COMMIT-1", "PHASE-4", "COMMIT-3"), reason="branch_moved")) == ["COMMIT-1"]
 
 
 def test_a_task_that_converged_as_expected_passes() -> None:
@@ -36,7 +62,7 @@ def test_a_task_that_converged_as_expected_passes() -> None:
                 expected={"t-1": body})
     assert _outcome(told, final="result_submitted", attempts=1, state="SUCCEEDED", stored=True, pushes=1,
                     submissions=1, ended=["result_submitted"], reused=False) == []
-    assert clauses(_outcome(told, reused=True)) == ["SCOPE-3"]
+    assert clauses(_outcome(told, ("SCOPE-3", "KEY-2"), reused=True)) == ["SCOPE-3"]
 
 
 def test_the_second_workers_journal_is_judged_by_its_own_expectation() -> None:
@@ -45,8 +71,8 @@ def test_the_second_workers_journal_is_judged_by_its_own_expectation() -> None:
     found = _outcome(told, second_worker={"final": "result_submitted", "attempts": 1})
     assert [(m.clause, m.pointer) for m in found] == [("FPT-4", "/expect/task/second_worker/final")]
     assert "in the second worker's journal" in (found[0].note or "")
-    none = _outcome(Told(), second_worker={"attempts": 1})
-    assert [(m.clause, m.actual) for m in none] == [("SCOPE-1", 0)]
+    none = _outcome(Told(), ("SCOPE-7", "LEASE-4"), second_worker={"attempts": 1})
+    assert [(m.clause, m.actual) for m in none] == [("SCOPE-7", 0)]
 
 
 def test_an_attempt_left_holding_its_lease_at_idle_is_told_as_out_2_beside_fpt_4() -> None:

@@ -126,6 +126,25 @@ def test_result_submitted_needs_a_2xx_answer_to_its_key_or_an_exact_match() -> N
     assert (second.clause, second.pointer) == ("SUB-7", "/second-worker/journal/t-1/1/result_submitted")
 
 
+def test_result_submitted_after_a_5xx_or_no_answer_names_sub_4_and_what_the_control_plane_holds() -> None:
+    # Attempt 1 took a 503 for a success; the control plane holds attempt 2's result (a re-issue): the rule
+    # broken is SUB-4 (send the same submission again), and the note names whose result is held.
+    done = SUBMITTED[1:]
+    held = {"t-1": {"stored": {"attempt": 2, "result_hash": "h2"}}}
+    (found,) = judged("submission.backing", _sent(Told(), 1, 503).read(done).at_end(tasks=held))
+    assert (found.clause, found.pointer, found.actual) == ("SUB-4", "/journal/t-1/1/result_submitted",
+                                                           {"statuses": [503]})
+    assert "answered 503" in (found.note or "") and "holds attempt 2's result" in (found.note or "")
+    assert clauses(judged("submission.backing", _sent(Told(), 1, 0).read(done))) == ["SUB-4"]  # no answer
+    # A 5xx before a 2xx to the same key is a resend that succeeded; a 403 last is SUB-7's read-back.
+    assert judged("submission.backing", _sent(_sent(Told(), 1, 502), 2, 200).read(done)) == []
+    (lost,) = judged("submission.backing", _sent(Told(), 1, 403).read(done).at_end(tasks=held))
+    assert (lost.clause, lost.actual) == ("SUB-7", {"attempt": 2, "result_hash": "h2"})
+    assert "it holds attempt 2's result" in (lost.note or "")
+    # Another attempt's 5xx is not this attempt's: nothing it sent, SUB-7.
+    assert clauses(judged("submission.backing", _sent(Told(), 1, 503, attempt=2).read(done))) == ["SUB-7"]
+
+
 def _answered(state: str | None, attempt: int = 1, digest: str | None = "h") -> Told:
     stored = None if digest is None else {"attempt": attempt, "result_hash": digest}
     return _sent(Told(), 2, 409, state=state, stored=stored)

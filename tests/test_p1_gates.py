@@ -132,6 +132,16 @@ def test_a_failed_clause_of_a_gate_in_another_scenario_still_fails_it(gate: str)
     assert (row.verdict, row.failed) == ("failed", ("s",))
 
 
+@pytest.mark.parametrize("clause", [None, "SUB-6"])
+def test_an_outcome_mismatch_fails_only_the_scenarios_own_gates_whatever_it_cites(clause: str | None) -> None:
+    # An expected outcome names the scenario's rule for it, or no clause (checks/convergence.py): either way it
+    # is a finding of that scenario, so it counts against its own gates and no gate of its clause.
+    outcome = Mismatch("/expect/task/submissions", 1, 2, clause, "submissions that reached the control plane")
+    own = "CRASH_RECOVERY_CONVERGENCE"
+    rows = _rows([_result(Outcome.FAILED, outcome, gates=(own,))])
+    assert {gate for gate, row in rows.items() if row.verdict == "failed"} == {own}
+
+
 # The four findings of issue 19, each as it was reproduced.
 
 

@@ -21,6 +21,9 @@ class ScenarioCase(Case):
     steps: tuple[Mapping[str, Any], ...]
     expect: Mapping[str, Mapping[str, Any]]
     ttl_ms: int = 30_000
+    # The clauses its file names for it, before ``clauses`` adds its gates' and those checked on every
+    # scenario: the rules its expectations stand for (checks.convergence labels an outcome with one of them).
+    cites: tuple[str, ...] = ()
 
     kind = "p1"
 

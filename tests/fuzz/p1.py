@@ -133,6 +133,7 @@ ATTACKS += [
     # The worker is its tool's proxy: the kit's announcement goes straight to 127.0.0.1, never through it.
     Attack("proxies-its-tool", "p1-tool-runs-to-its-end-and-changes-no-result", expect="pass", argument="{probe}",
            proof="armed"),
+    Attack("takes-a-5xx-for-a-rejection", "p1-submit-5xx-twice-then-success", clauses=("SUB-4",)),
 ]
 
 

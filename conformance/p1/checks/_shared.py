@@ -11,7 +11,7 @@ from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
 
 
-def mismatch(clause: str, pointer: str, expected: Any, actual: Any, note: str) -> Mismatch:
+def mismatch(clause: str | None, pointer: str, expected: Any, actual: Any, note: str) -> Mismatch:
     """A check's finding, with the clause first: the order the checks read best in."""
     return Mismatch(pointer, expected, actual, clause, note)
 

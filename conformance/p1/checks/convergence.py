@@ -1,10 +1,16 @@
 """Where a scenario converged (docs/spec/p1.md, section 13 and FPT-4): each task's expected outcome, the
-scenario's ``expect`` (FPT-4 and the clauses each count belongs to), and a worker that said idle while an
-attempt, neither terminal nor abandoned, still held its lease (OUT-2).
+scenario's ``expect``, and a worker that said idle while an attempt, neither terminal nor abandoned, still held
+its lease (OUT-2).
+
+An expected outcome that differs names the rule the scenario sets up for it: the first of the scenario's own
+clauses that an expectation of its kind can stand for (``STANDS_FOR``), or no clause where it cites none of
+them; never a clause of a situation that did not happen (a count of submissions is SUB-6's only in a scenario
+of a 4xx answer). A finding of no clause, under ``/expect``, fails only the scenario's own gates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +19,37 @@ from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import TERMINAL, Row, attempts
 from resumekit.conformance.results import Mismatch
+
+# What the task's outcome (its final phase, state, stored result, where each attempt ended) can stand for.
+_OUTCOME = (
+    "FPT-4", "OUT-1", "SUB-3", "SUB-4", "SUB-5", "SUB-6", "SUB-7", "COMMIT-1", "COMMIT-4", "COMMIT-6", "LEASE-3",
+    "LEASE-4", "LEASE-6", "RESUME-2", "RESUME-3", "RESUME-4", "RESUME-6", "SCOPE-5", "SCOPE-6", "SCOPE-7",
+    "JNL-7", "JNL-8", "CACHE-4", "PHASE-4", "TASK-4",
+)  # fmt: skip
+# What forbids a governed side effect, or one more of it: a count of pushes or submissions can stand for these.
+_NO_MORE = (
+    "LEASE-4", "LEASE-6", "RESUME-2", "RESUME-4", "SCOPE-5", "SCOPE-6", "SCOPE-7", "JNL-7", "JNL-8", "OUT-1",
+)  # fmt: skip
+# Each expectation -> the clauses a mismatch of it may name, whichever of them the scenario cites first.
+STANDS_FOR: dict[str, tuple[str, ...]] = {
+    "final": _OUTCOME,
+    "state": _OUTCOME,
+    "stored": _OUTCOME,
+    "ended": _OUTCOME,
+    "reason": ("PHASE-4", *_OUTCOME),
+    "attempts": ("RESUME-4", "LEASE-1", "WRK-2", "SCOPE-1", "SCOPE-6", "SCOPE-7", "LEASE-6", "RESUME-1", "FPT-4"),
+    "pushes": ("COMMIT-1", "COMMIT-3", "COMMIT-6", "TASK-3", "FPT-4", *_NO_MORE),
+    "submissions": ("SUB-4", "SUB-5", "SUB-6", "SUB-7", "PHASE-5", *_NO_MORE),
+    "reused": ("SCOPE-3", "SCOPE-4", "SCOPE-5", "RESUME-2"),
+}
+# Every clause an outcome may name (the rule's row in checks/rules.py lists these, OUT-2 and None).
+CLAUSES = tuple(sorted({clause for clauses in STANDS_FOR.values() for clause in clauses}))
+
+
+def standing_for(expectation: str, cites: Sequence[str]) -> str | None:
+    """The clause a mismatch of *expectation* names in a scenario that cites *cites*: the first of them it can
+    stand for, or None."""
+    return next((clause for clause in cites if clause in STANDS_FOR[expectation]), None)
 
 
 def outcomes(history: Story, scenario: Scenario) -> list[Mismatch]:
@@ -24,7 +61,14 @@ def outcomes(history: Story, scenario: Scenario) -> list[Mismatch]:
         task_id = names[name]
         mine = [group for ident, group in groups.items() if ident[0] == task_id]
         found += _task_outcome(task_id, f"/expect/{name}", outcome, mine, history)
-    return found
+    return [_labelled(item, scenario.cites) for item in found]
+
+
+def _labelled(found: Mismatch, cites: Sequence[str]) -> Mismatch:
+    """*found* naming the scenario's rule for its expectation (the pointer's last part), OUT-2's left as it is."""
+    if found.clause == "OUT-2":
+        return found
+    return dataclasses.replace(found, clause=standing_for(found.pointer.rsplit("/", 1)[-1], cites))
 
 
 def _task_outcome(

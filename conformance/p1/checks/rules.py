@@ -87,7 +87,7 @@ RULES: tuple[Rule, ...] = (
     Rule("commit.pushed_once", ("COMMIT-3",), commit.pushed_once),
     Rule("submission.sent", ("KEY-1", "SUB-4"), submission.sent),
     Rule("submission.stored_result", ("TASK-2",), submission.stored_result),
-    Rule("submission.backing", ("SUB-7",), submission.backing),
+    Rule("submission.backing", ("SUB-4", "SUB-7"), submission.backing),
     Rule("submission.exact_match", ("SUB-5",), submission.exact_match),
     Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), resume.reuse),
     Rule("submission.keys", ("KEY-1", "KEY-2"), submission.keys),
@@ -117,10 +117,10 @@ RULES: tuple[Rule, ...] = (
     Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),
     Rule("resume.second_worker_phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.second_worker_phases),
     Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), resume.second_worker_reuse),
-    Rule("submission.second_worker_backing", ("SUB-7",), submission.second_worker_backing),
+    Rule("submission.second_worker_backing", ("SUB-4", "SUB-7"), submission.second_worker_backing),
     Rule("resume.second_worker_superseded", ("SCOPE-7",), resume.second_worker_superseded, strict=True),
-    Rule("convergence.outcomes", ("COMMIT-3", "FPT-4", "OUT-2", "PHASE-4", "SCOPE-1", "SCOPE-3", "SUB-6"),
-         convergence.outcomes),
+    # an outcome names the scenario's own rule for it, or no clause (convergence.STANDS_FOR)
+    Rule("convergence.outcomes", (*convergence.CLAUSES, "OUT-2", None), convergence.outcomes),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
 # The table's own findings: what ``capped`` leaves out of one clause, and a stop no rule judged.

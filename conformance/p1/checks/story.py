@@ -52,11 +52,13 @@ class Scenario:
     expect: Mapping[str, Mapping[str, Any]]
     names: Mapping[str, str]  # the scenario's name of a task -> its task_id
     profile: str = "strict"  # the profile the run compares in
+    cites: tuple[str, ...] = ()  # the clauses its file names for it, its own rules first
 
     @classmethod
     def of(cls, case: ScenarioCase, profile: str) -> Scenario:
         """The scenario of *case*, judged in *profile*."""
-        return cls(case.expect, {name: template["task_id"] for name, template in case.tasks.items()}, profile)
+        names = {name: template["task_id"] for name, template in case.tasks.items()}
+        return cls(case.expect, names, profile, case.cites)
 
 
 class Story:

@@ -197,7 +197,8 @@ def _reused_pending(rows: Sequence[Row], task_id: str, key: str) -> bool:
 
 
 def backing(history: Story, scenario: Scenario) -> list[Mismatch]:
-    """SUB-7: a result_submitted row only on a 2xx answer to its key or on an exact match."""
+    """SUB-7: a result_submitted row only on a 2xx answer to its key or on an exact match; SUB-4 where the
+    attempt's last submission got a 5xx or no answer, which leave the outcome unknown."""
     found = []
     for row in history.rows:
         if row["phase"] != "result_submitted":
@@ -213,16 +214,24 @@ def backing(history: Story, scenario: Scenario) -> list[Mismatch]:
             and stored.get("result_hash") == row["result_hash"]
         )
         if not (answered or exact):
-            found.append(
-                _m(
-                    "SUB-7",
-                    f"/journal/{row['task_id']}/{row['attempt']}/result_submitted",
-                    "a 2xx answer or an exact match",
-                    stored,
-                    "result_submitted without the control plane holding the result",
-                )
-            )
+            found.append(_unbacked(row, stored, history.submissions))
     return found
+
+
+def _unbacked(row: Row, stored: Mapping[str, Any] | None, submissions: Sequence[Mapping[str, Any]]) -> Mismatch:
+    """A result_submitted row the control plane does not back: after a 5xx or a transport failure (status 0)
+    to the attempt's last submission it broke SUB-4, which asks for the same submission again; else SUB-7."""
+    where = f"/journal/{row['task_id']}/{row['attempt']}/result_submitted"
+    mine = [int(s["status"]) for s in submissions if s["task_id"] == row["task_id"] and s["attempt"] == row["attempt"]]
+    held = "nothing" if stored is None else f"attempt {stored.get('attempt')!r}'s result"
+    if mine and (mine[-1] == 0 or mine[-1] >= 500):
+        note = (
+            f"result_submitted after its last submission was answered {mine[-1]!r} (0: no answer), which leaves "
+            f"the outcome unknown: the control plane holds {held}, and the same submission was not sent again"
+        )
+        return _m("SUB-4", where, "the same submission sent again until a 2xx or a 409", {"statuses": mine}, note)
+    note = f"result_submitted without the control plane holding the result: it holds {held}"
+    return _m("SUB-7", where, "a 2xx answer or an exact match", stored, note)
 
 
 def exact_match(history: Story, scenario: Scenario) -> list[Mismatch]:

@@ -19,6 +19,7 @@ from tests.fuzz.p1_workers import (
     doctor,
     files,
     forged,
+    labels,
     memory,
     places,
     platforms,
@@ -85,6 +86,7 @@ ATTACKS: dict[str, type[reference.Worker]] = {
     "branch-deleted-and-reported": forged.DeletesTheBranchAndReports,
     "sleeper-announced-as-tool": forged.AnnouncesASleeperAsTheTool,
     "proxies-its-tool": platforms.ProxiesItsTool,
+    "takes-a-5xx-for-a-rejection": labels.TakesA5xxForARejection,
 }
 ATTACKS.update(
     {

@@ -65,6 +65,7 @@ def to_json(run: Run) -> dict[str, Any]:
         "verdict": verdict.to_dict(),
         "selection": run.selection.to_dict() if run.selection is not None else None,
         "summary": run.counts,
+        "grades": run.grades,
         "results": [result.to_dict() for result in run.results],
         "jobs": run.jobs,
         **({"summaries": [table.to_dict() for table in run.summaries]} if run.summaries else {}),
@@ -96,6 +97,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         attested=tuple(data.get("attested", ())),
         history=tuple(data.get("history", ())),
         known_failure=(data.get("knownFailure") or {}).get("reason"),
+        grade=data.get("grade"),
     )
 
 
@@ -352,11 +354,22 @@ def shard_failed(run: Run) -> bool:
     return any(not r.ok and r.outcome is not Outcome.NOT_CLAIMED for r in run.results)
 
 
+def grades_text(run: Run) -> str:
+    """How the failed cases' plans depart, in words (``2 unsafe, 7 over-cautious, 3 detail``); ``""`` when none
+    was graded, so that a run whose failures compared no plan reads as it always did."""
+    grades = run.grades
+    if not any(grades[name] for name in ("unsafe", "over-cautious", "detail")):
+        return ""
+    return ", ".join(f"{count} {name}" for name, count in grades.items() if count or name != "ungraded")
+
+
 def counts_text(run: Run) -> str:
-    """The run's counts and duration, as the verdict line states them."""
+    """The run's counts and duration, as the verdict line states them, the failed cases' grades with them."""
     total = run.counts
+    graded = grades_text(run)
     return (
-        f"{total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
+        f"{total['passed']} passed, {total['failed']} failed{f' ({graded})' if graded else ''}, "
+        f"{total['errored']} errored, "
         f"{total['skipped']} skipped, {total['not_claimed']} not claimed"
         + (f", {total['not_run']} not run" if total.get("not_run") else "")
         + f" in {run.duration:.2f} s"

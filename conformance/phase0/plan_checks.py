@@ -6,10 +6,12 @@ makes the compared field normative (docs/spec/phase0.md, PLAN-10).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from resumekit.conformance import schemas
 from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.results import Mismatch
 
@@ -38,6 +40,7 @@ OPERATION_FIELDS = (
 )
 OPERATION_CLAUSES = {"status": "OP-3", "responseRuntimeEventId": "OP-3", "responseIsError": "OP-3", "args": "OP-1"}
 _ABSENT = "<absent>"
+VOCABULARY_SHOWN = 20  # places outside the vocabulary a case lists; past them, one mismatch counts the rest
 
 
 def _call_args(events: Sequence[Event], call_event_id: str) -> Any:
@@ -128,7 +131,8 @@ def _describe(key: tuple[str, str, str]) -> str:
     return f"{code}({inside})" if inside else code
 
 
-def _compare_replay(events: Sequence[Event], expected_ids: Sequence[str], actual: Sequence[Any]) -> list[Mismatch]:
+def compare_replay(events: Sequence[Event], expected_ids: Sequence[str], actual: Sequence[Any]) -> list[Mismatch]:
+    """The difference between the replayed events *actual* and the committed events of *expected_ids* (PLAN-9)."""
     actual_ids = [event.get("id") if isinstance(event, Mapping) else event for event in actual]
     if list(expected_ids) != actual_ids:
         return [Mismatch("/replayRuntimeEvents", list(expected_ids), actual_ids, "PLAN-9", "replayed event ids differ")]
@@ -171,10 +175,46 @@ def plain_prefix_expectation(events: Sequence[Event]) -> dict[str, Any] | None:
     }
 
 
+def _vocabulary_clause(path: Sequence[Any]) -> str:
+    if len(path) >= 3 and path[0] == "operations":
+        return OPERATION_CLAUSES.get(str(path[2]), "OP-1")
+    return FIELD_CLAUSES.get(str(path[0]), "PLAN-10") if path else "PLAN-10"
+
+
+def vocabulary(plan: Mapping[str, Any]) -> list[Mismatch]:
+    """Each place where *plan*, a plan the kit can read, leaves schemas/phase0/resume-plan.json, as a mismatch.
+
+    An operation status or a diagnostic code the contract does not have is an answer, and a wrong one:
+    it is reported at its pointer, under the clause of its field, beside every other difference
+    ``compare_plan`` finds (docs/adapter-protocol.md says where a broken message ends). The echoed
+    event lists are left out: ``compare_plan`` requires each of their events to be a committed one.
+    """
+    light = {**plan, "runtimeEvents": [], "replayRuntimeEvents": []}
+    errors = itertools.islice(schemas.validator(schemas.RESUME_PLAN).iter_errors(light), schemas.FIRST_ERRORS)
+    ordered = sorted(errors, key=lambda error: ([str(part) for part in error.absolute_path], str(error.validator)))
+    mismatches = [
+        Mismatch(
+            schemas.pointer(error.absolute_path),
+            {str(error.validator): error.validator_value},
+            error.instance,
+            _vocabulary_clause(list(error.absolute_path)),
+            f"outside the contract's vocabulary (schemas/phase0/resume-plan.json): {error.message}",
+        )
+        for error in ordered[:VOCABULARY_SHOWN]
+    ]
+    if len(ordered) > VOCABULARY_SHOWN:
+        more = len(ordered) - VOCABULARY_SHOWN
+        mismatches.append(
+            Mismatch("", "a ResumePlan", f"{more} more place(s) outside the vocabulary", "PLAN-10", "not listed")
+        )
+    return mismatches
+
+
 def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mapping[str, Any]) -> list[Mismatch]:
     """Every normative difference between *plan* and the expectation *expect* for the prefix *events*.
 
-    *plan* must already be valid against the ResumePlan schema.
+    *plan* must already be readable (``decisions.plan_problem``): the comparison runs as for any plan,
+    and where the plan leaves the contract's vocabulary, the places follow its differences (``vocabulary``).
     """
     mismatches: list[Mismatch] = []
     for name in ("disposition", "requiresVerification", "sourceRuntimeEventHighWater"):
@@ -212,8 +252,8 @@ def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mappi
                 "runtimeEvents must be the committed prefix, unchanged",
             )
         )
-    mismatches += _compare_replay(events, expect["replay"], plan["replayRuntimeEvents"])
-    return mismatches
+    mismatches += compare_replay(events, expect["replay"], plan["replayRuntimeEvents"])
+    return mismatches + vocabulary(plan)
 
 
 def _escape(token: Any) -> str:

@@ -20,7 +20,7 @@ from resumekit.conformance import _files
 from resumekit.conformance._process import wait_pid_gone
 from resumekit.conformance.adapters import is_integer
 from resumekit.conformance.fault_models import POWER_LOSS, PROCESS_CRASH, Abort
-from resumekit.conformance.phase0 import plan_checks
+from resumekit.conformance.phase0 import grades, plan_checks
 from resumekit.conformance.phase0.cases import ScheduleCase
 from resumekit.conformance.phase0.session import (
     Factory,
@@ -403,6 +403,7 @@ class _Writer:
                     f"the plans of the final ledger of {len(events)} rows are not the plan its rows demand",
                     *mismatches,
                     replay=self.replay,
+                    grade=grades.grade(committed, expect, plans),
                 )
             )
         return len(events)

@@ -18,6 +18,7 @@ from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, story
 from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.results import (
+    GRADE_MEANINGS,
     CaseResult,
     Implementation,
     Mismatch,
@@ -181,7 +182,8 @@ def to_junit(run: Run) -> str:
                 message = f"unexpected pass: listed as a known failure ({result.known_failure}), and it passed"
                 ET.SubElement(case, "failure", message=message).text = message
             elif result.outcome is Outcome.FAILED:
-                ET.SubElement(case, "failure", message=_first_line(result)).text = text
+                graded = f"{result.grade}: " if result.grade else ""
+                ET.SubElement(case, "failure", message=graded + _first_line(result)).text = text
             elif result.outcome is Outcome.ERRORED:
                 ET.SubElement(case, "error", message=_first_line(result)).text = text
             elif result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED, Outcome.NOT_RUN):
@@ -206,6 +208,8 @@ def run_properties(run: Run) -> dict[str, str]:
         "resumekit.goldenDigest": run.golden_digest,
         "resumekit.seed": "" if run.seed is None else str(run.seed),
     }
+    if grades_text(run):
+        properties["resumekit.grades"] = grades_text(run)
     if run.selection is not None:
         properties["resumekit.selection"] = run.selection.describe(run.profile)
         for key, value in run.selection.to_dict().items():
@@ -315,6 +319,8 @@ def format_result(result: CaseResult, golden_root: str = "") -> str:
         lines.append("  it passes now: take it off the expectations file (--expect)")
     if result.clauses:
         lines.append(f"  clauses: {', '.join(result.clauses)}")
+    if result.grade:
+        lines.append(f"  grade: {result.grade}: {GRADE_MEANINGS.get(result.grade, '')}")
     if result.expectation and result.mismatches:
         lines.append(f"  compared with: the case's {result.expectation} expectation")
     if result.fault_model:
@@ -472,6 +478,7 @@ def to_markdown(run: Run) -> str:
         lines.append(f"Selection: {run.selection.describe(run.profile)}.")
     if verdict.reasons:
         lines.append("Why: " + "; ".join(verdict.reasons) + ".")
+    lines += _markdown_grades(run)
     unclaimed = not_claimed_text(run)
     if unclaimed:
         lines.append(f"Not claimed: {unclaimed}.")
@@ -509,12 +516,23 @@ def to_markdown(run: Run) -> str:
                 first = result.mismatches[0]
                 problem += f": {first.pointer or '(whole plan)'} [{first.clause}]" if first.clause else ""
             problem = problem.replace("|", "\\|")
+            outcome = result.outcome.value + (f" ({result.grade})" if result.grade else "")
             lines.append(
-                f"| `{result.case_id}` | {result.outcome.value} | {result.source or ''} | "
+                f"| `{result.case_id}` | {outcome} | {result.source or ''} | "
                 f"{', '.join(result.clauses)} | {problem} |"
             )
         lines += _markdown_stories(bad)
     return printable("\n".join(lines)) + "\n"
+
+
+def _markdown_grades(run: Run) -> list[str]:
+    """The failed cases' grades in a sentence that says first whether any replays what it must not."""
+    graded = grades_text(run)
+    if not graded:
+        return []
+    unsafe = run.grades["unsafe"]
+    lead = f"**{unsafe} unsafe**" if unsafe else "none unsafe"
+    return [f"Failed cases by grade (GRADE-1): {lead}; {graded}."]
 
 
 MARKDOWN_STORIES = 20  # failing cases whose story the Markdown summary tells; the JSON report has every one

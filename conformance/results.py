@@ -182,6 +182,14 @@ class Verdict:
         }
 
 
+# What each grade of a failed plan means (docs/spec/phase0.md, GRADE-1), worst first, for the reports.
+GRADE_MEANINGS = {
+    "unsafe": "it replays what must be blocked, or skips a verification the contract requires",
+    "over-cautious": "it blocks or asks for a verification where the contract replays",
+    "detail": "neither less nor more cautious than the contract: reasons, diagnostics or other fields differ",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     """One normative field whose actual value differs from the expected one."""
@@ -442,7 +450,7 @@ class Run:
     def grades(self) -> dict[str, int]:
         """How many failed results have each grade (phase0/grades.py), and how many none (``ungraded``)."""
         counted = Counter(result.grade or "ungraded" for result in self.results if result.outcome is Outcome.FAILED)
-        return {name: counted.get(name, 0) for name in ("unsafe", "over-cautious", "detail", "ungraded")}
+        return {name: counted.get(name, 0) for name in (*GRADE_MEANINGS, "ungraded")}
 
     @property
     def certified(self) -> bool:

@@ -739,6 +739,18 @@ class CutsTornTailAtOpen(Harness):
         return answer
 
 
+class ReplaysAfterCrash(Harness):
+    """Plans every reopened ledger as safe to replay, a dangling call included (PLAN-6, PLAN-7): unsafe (GRADE-1)."""
+
+    def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_plan(request)
+        plan = answer.get("plan")
+        if answer.get("status") == "ok" and isinstance(plan, dict):
+            plan.update(disposition="safe_replay", requiresVerification=False, rejectionReasons=[], diagnostics=[])
+            plan.pop("directive", None)
+        return answer
+
+
 MODES: dict[str, type[Harness]] = {
     "declines": Declines,
     "ack-before-durable": AckBeforeDurable,
@@ -792,6 +804,7 @@ MODES: dict[str, type[Harness]] = {
     "locates-a-copy": LocatesACopy,
     "refreshes-located-copy": RefreshesLocatedCopy,
     "cuts-torn-tail-at-open": CutsTornTailAtOpen,
+    "replays-after-crash": ReplaysAfterCrash,
 }
 
 

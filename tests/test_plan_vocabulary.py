@@ -98,3 +98,27 @@ def test_a_plans_echoed_events_are_never_taken_as_checked_events() -> None:
     assert light is result and unchecked == []
     light, unchecked = checked.lighten({"status": "ok", "events": [bogus], "tornTail": None})
     assert light["events"] == [bogus] and unchecked == [bogus]  # a read of it is checked in full
+
+
+def test_a_member_outside_the_vocabulary_is_shown_by_name_not_by_its_whole_operation() -> None:
+    events = list(_case(DANGLING).events)
+    plan = copy.deepcopy(build_resume_plan(events, profile="core"))
+    plan["operations"][0]["args"] = {"blob": "x" * 100_000}
+    plan["operations"][0]["attempt"] = 2  # a later phase's member: ToolOperation has no such member
+    del plan["diagnostics"][0]["message"]
+    found = {m.pointer: m for m in plan_checks.vocabulary(plan)}
+    assert found["/operations/0"].actual == {
+        "members": ["args", "attempt", "callRuntimeEventId", "status", "toolCallId", "toolName"]
+    }
+    assert found["/operations/0"].expected == {"additionalProperties": False}
+    assert found["/diagnostics/0"].actual == {"members": ["code", "eventId", "toolCallId", "toolName"]}
+    assert found["/diagnostics/0"].clause == "PLAN-10" and found["/operations/0"].clause == "OP-1"
+
+
+def test_a_plan_far_outside_the_vocabulary_lists_some_places_and_counts_the_rest() -> None:
+    events = list(_case(DANGLING).events)
+    plan = copy.deepcopy(build_resume_plan(events, profile="core"))
+    plan["rejectionReasons"] = [f"reason-{n}" for n in range(50)]
+    found = plan_checks.vocabulary(plan)
+    assert len(found) == plan_checks.VOCABULARY_SHOWN + 1
+    assert found[-1].actual == f"{50 - plan_checks.VOCABULARY_SHOWN} more place(s) outside the vocabulary"

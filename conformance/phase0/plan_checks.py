@@ -181,6 +181,17 @@ def _vocabulary_clause(path: Sequence[Any]) -> str:
     return FIELD_CLAUSES.get(str(path[0]), "PLAN-10") if path else "PLAN-10"
 
 
+def _found(instance: Any) -> Any:
+    """What a mismatch shows of a value outside the vocabulary: a scalar itself, an object by its member names
+    (what ``required`` and ``additionalProperties`` judge), an array by its length; never a whole operation,
+    whose ``args`` the implementation may have made as large as a message may be."""
+    if isinstance(instance, Mapping):
+        return {"members": sorted(map(str, instance))}
+    if isinstance(instance, list):
+        return {"items": len(instance)}
+    return instance
+
+
 def vocabulary(plan: Mapping[str, Any]) -> list[Mismatch]:
     """Each place where *plan*, a plan the kit can read, leaves schemas/phase0/resume-plan.json, as a mismatch.
 
@@ -196,7 +207,7 @@ def vocabulary(plan: Mapping[str, Any]) -> list[Mismatch]:
         Mismatch(
             schemas.pointer(error.absolute_path),
             {str(error.validator): error.validator_value},
-            error.instance,
+            _found(error.instance),
             _vocabulary_clause(list(error.absolute_path)),
             f"outside the contract's vocabulary (schemas/phase0/resume-plan.json): {error.message}",
         )

@@ -122,3 +122,12 @@ def test_a_plan_far_outside_the_vocabulary_lists_some_places_and_counts_the_rest
     found = plan_checks.vocabulary(plan)
     assert len(found) == plan_checks.VOCABULARY_SHOWN + 1
     assert found[-1].actual == f"{50 - plan_checks.VOCABULARY_SHOWN} more place(s) outside the vocabulary"
+
+
+def test_a_place_keeps_a_bounded_note_however_long_the_value() -> None:
+    events = list(_case(DANGLING).events)
+    plan = copy.deepcopy(build_resume_plan(events, profile="core"))
+    plan["diagnostics"][0]["code"] = "c" * 1_000_000
+    [place] = plan_checks.vocabulary(plan)
+    assert place.pointer == "/diagnostics/0/code" and len(place.actual) == 1_000_000
+    assert len(place.note or "") < plan_checks.VOCABULARY_NOTE + 100

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance import schemas
+from resumekit.conformance._text import clip
 from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.results import Mismatch
 
@@ -41,6 +42,8 @@ OPERATION_FIELDS = (
 OPERATION_CLAUSES = {"status": "OP-3", "responseRuntimeEventId": "OP-3", "responseIsError": "OP-3", "args": "OP-1"}
 _ABSENT = "<absent>"
 VOCABULARY_SHOWN = 20  # places outside the vocabulary a case lists; past them, one mismatch counts the rest
+VOCABULARY_NOTE = 400  # characters of the schema's message a place keeps
+_OUTSIDE = "outside the contract's vocabulary (schemas/phase0/resume-plan.json): "
 
 
 def _call_args(events: Sequence[Event], call_event_id: str) -> Any:
@@ -209,7 +212,8 @@ def vocabulary(plan: Mapping[str, Any]) -> list[Mismatch]:
             {str(error.validator): error.validator_value},
             _found(error.instance),
             _vocabulary_clause(list(error.absolute_path)),
-            f"outside the contract's vocabulary (schemas/phase0/resume-plan.json): {error.message}",
+            # jsonschema's message quotes the value whole: a megabyte-long code would be quoted twice.
+            clip(_OUTSIDE + error.message, VOCABULARY_NOTE),
         )
         for error in ordered[:VOCABULARY_SHOWN]
     ]

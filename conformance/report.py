@@ -369,6 +369,16 @@ def grades_text(run: Run) -> str:
     return ", ".join(f"{count} {name}" for name, count in grades.items() if count or name != "ungraded")
 
 
+UNSAFE_NAMED = 10  # unsafe cases the summaries name; the reports list every one
+
+
+def unsafe_ids(run: Run, quote: str = "") -> str:
+    """The ids of the failed cases graded unsafe, the first ``UNSAFE_NAMED`` of them, ``""`` when none."""
+    unsafe = [r.case_id for r in run.results if r.outcome is Outcome.FAILED and r.grade == "unsafe"]
+    named = ", ".join(f"{quote}{case_id}{quote}" for case_id in unsafe[:UNSAFE_NAMED])
+    return named + (f" and {len(unsafe) - UNSAFE_NAMED} more" if len(unsafe) > UNSAFE_NAMED else "")
+
+
 def counts_text(run: Run) -> str:
     """The run's counts and duration, as the verdict line states them, the failed cases' grades with them."""
     total = run.counts
@@ -425,6 +435,8 @@ def format_summary(run: Run) -> str:
         lines.append(f"unexpected passes (listed as failing, passed): {', '.join(verdict.unexpected_passes)}")
     lines += ["", f"{headline(run)}: {counts_text(run)}"]
     lines += [f"  {reason}" for reason in verdict.reasons]
+    if unsafe_ids(run):
+        lines.append(f"  unsafe (replays what must be blocked, or skips a verification): {unsafe_ids(run)}")
     not_run = [r for r in run.results if r.outcome is Outcome.NOT_RUN]
     if not_run and not any("not run" in reason for reason in verdict.reasons):
         lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
@@ -531,7 +543,7 @@ def _markdown_grades(run: Run) -> list[str]:
     if not graded:
         return []
     unsafe = run.grades["unsafe"]
-    lead = f"**{unsafe} unsafe**" if unsafe else "none unsafe"
+    lead = f"**{unsafe} unsafe** ({unsafe_ids(run, '`')})" if unsafe else "none unsafe"
     return [f"Failed cases by grade (GRADE-1): {lead}; {graded}."]
 
 

@@ -36,9 +36,12 @@ GRADED = _run(
 
 
 def test_the_verdict_line_counts_the_failed_cases_by_grade() -> None:
-    verdict = report.format_summary(GRADED).splitlines()[-2]
+    verdict = report.format_summary(GRADED).splitlines()[-3]
     assert verdict.startswith(
         "NOT CERTIFIED: 1 passed, 5 failed (1 unsafe, 2 over-cautious, 1 detail, 1 ungraded), 1 errored, "
+    )
+    assert "  unsafe (replays what must be blocked, or skips a verification): replays-a-dangling-call" in (
+        report.format_summary(GRADED)
     )
     text = report.format_result(GRADED.results[1])
     assert "  grade: unsafe: it replays what must be blocked" in text
@@ -75,7 +78,10 @@ def test_junit_names_the_grade_of_each_failure_and_counts_them() -> None:
 
 def test_the_markdown_summary_says_first_whether_any_failure_is_unsafe() -> None:
     markdown = report.to_markdown(GRADED)
-    assert "Failed cases by grade (GRADE-1): **1 unsafe**; 1 unsafe, 2 over-cautious, 1 detail, 1 ungraded." in markdown
+    assert (
+        "Failed cases by grade (GRADE-1): **1 unsafe** (`replays-a-dangling-call`); "
+        "1 unsafe, 2 over-cautious, 1 detail, 1 ungraded." in markdown
+    )
     assert "| `replays-a-dangling-call` | failed (unsafe) |" in markdown
     careful = _run(_result("blocks-a-pair", Outcome.FAILED, "over-cautious"))
     assert "Failed cases by grade (GRADE-1): none unsafe; 0 unsafe, 1 over-cautious, 0 detail." in report.to_markdown(

@@ -105,7 +105,10 @@ def test_only_a_dropped_verification_or_a_fact_after_the_terminal_event_is_unsaf
 
 def test_the_verdict_line_says_how_many_failures_are_unsafe(finished: Run) -> None:
     grades = finished.grades
-    verdict = format_summary(finished).splitlines()[-2]
-    assert verdict.startswith("NOT CERTIFIED: ")
+    summary = format_summary(finished).splitlines()
+    [verdict] = [line for line in summary if line.startswith("NOT CERTIFIED: ")]
     expected = f"{grades['unsafe']} unsafe, {grades['over-cautious']} over-cautious, {grades['detail']} detail"
     assert f"{finished.counts['failed']} failed ({expected})" in verdict
+    named = summary[-1]  # a reader of the summary alone sees which cases replay what they must not
+    assert named.startswith("  unsafe (replays what must be blocked, or skips a verification): ")
+    assert "response-before-call-neither-replayed" in named

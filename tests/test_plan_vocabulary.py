@@ -13,7 +13,7 @@ import pytest
 
 from resumekit.conformance.adapters import CheckedEvents, PythonAdapter, process_factory
 from resumekit.conformance.fixtures import load_suite
-from resumekit.conformance.phase0 import plan_checks
+from resumekit.conformance.phase0 import vocabulary
 from resumekit.conformance.phase0.decisions import plan_problem, run_decision
 from resumekit.conformance.phase0.grades import DETAIL, UNSAFE
 from resumekit.conformance.results import Outcome
@@ -58,7 +58,7 @@ def test_an_unknown_status_and_code_fail_the_case_with_every_other_difference_li
 
 def test_the_vocabulary_check_is_empty_for_a_plan_within_it() -> None:
     events = list(_case(DANGLING).events)
-    assert plan_checks.vocabulary(build_resume_plan(events, profile="strict")) == []
+    assert vocabulary.outside(build_resume_plan(events, profile="strict")) == []
 
 
 def test_a_plan_the_kit_cannot_read_is_still_an_error() -> None:
@@ -106,7 +106,7 @@ def test_a_member_outside_the_vocabulary_is_shown_by_name_not_by_its_whole_opera
     plan["operations"][0]["args"] = {"blob": "x" * 100_000}
     plan["operations"][0]["attempt"] = 2  # a later phase's member: ToolOperation has no such member
     del plan["diagnostics"][0]["message"]
-    found = {m.pointer: m for m in plan_checks.vocabulary(plan)}
+    found = {m.pointer: m for m in vocabulary.outside(plan)}
     assert found["/operations/0"].actual == {
         "members": ["args", "attempt", "callRuntimeEventId", "status", "toolCallId", "toolName"]
     }
@@ -119,15 +119,15 @@ def test_a_plan_far_outside_the_vocabulary_lists_some_places_and_counts_the_rest
     events = list(_case(DANGLING).events)
     plan = copy.deepcopy(build_resume_plan(events, profile="core"))
     plan["rejectionReasons"] = [f"reason-{n}" for n in range(50)]
-    found = plan_checks.vocabulary(plan)
-    assert len(found) == plan_checks.VOCABULARY_SHOWN + 1
-    assert found[-1].actual == f"{50 - plan_checks.VOCABULARY_SHOWN} more place(s) outside the vocabulary"
+    found = vocabulary.outside(plan)
+    assert len(found) == vocabulary.SHOWN + 1
+    assert found[-1].actual == f"{50 - vocabulary.SHOWN} more place(s) outside the vocabulary"
 
 
 def test_a_place_keeps_a_bounded_note_however_long_the_value() -> None:
     events = list(_case(DANGLING).events)
     plan = copy.deepcopy(build_resume_plan(events, profile="core"))
     plan["diagnostics"][0]["code"] = "c" * 1_000_000
-    [place] = plan_checks.vocabulary(plan)
+    [place] = vocabulary.outside(plan)
     assert place.pointer == "/diagnostics/0/code" and len(place.actual) == 1_000_000
-    assert len(place.note or "") < plan_checks.VOCABULARY_NOTE + 100
+    assert len(place.note or "") < vocabulary.NOTE + 100

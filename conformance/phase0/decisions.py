@@ -8,7 +8,7 @@ from typing import Any
 from resumekit.conformance import schemas
 from resumekit.conformance.adapters import Adapter
 from resumekit.conformance.canonical import canonical_json
-from resumekit.conformance.phase0 import grades, plan_checks
+from resumekit.conformance.phase0 import grades, plan_checks, vocabulary
 from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for
@@ -22,7 +22,7 @@ def plan_problem(plan: Any) -> str | None:
 
     Only the envelope is required here (``results/plan-envelope.json``: the members and their JSON
     types), so that every difference of a plan the kit can read is judged; what the members hold,
-    the contract's vocabulary included, is the answer (``plan_checks.vocabulary``).
+    the contract's vocabulary included, is the answer (``vocabulary.outside``).
     """
     if not isinstance(plan, dict):
         return f"the plan is {type(plan).__name__}, not an object"
@@ -52,7 +52,7 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
             return result_for(case, Outcome.ERRORED, message=problem or "no plan", transcript=reply.transcript)
         plans.append(plan)
     expect = case.expectation_for(profile)
-    mismatches = plan_checks.compare_plan(case.events, expect, plans[0])
+    mismatches = vocabulary.judge_plan(case.events, expect, plans[0])
     mismatches += plan_checks.compare_determinism(plans[0], plans[1])
     if canonical_json(fields["events"]) != before:
         mismatches.append(

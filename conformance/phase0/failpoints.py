@@ -16,7 +16,7 @@ from resumekit.conformance import _files
 from resumekit.conformance.adapters import is_integer
 from resumekit.conformance.cases import Event
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.phase0 import grades, plan_checks
+from resumekit.conformance.phase0 import grades, plan_checks, vocabulary
 from resumekit.conformance.phase0.cases import CrashCase
 from resumekit.conformance.phase0.session import Factory, Session, ids, make_workspace, same_events, scratch_folder
 from resumekit.conformance.powerloss import PowerLoss
@@ -99,7 +99,7 @@ def _reopen_and_plan(
         mismatches.append(
             Mismatch("/workspace", "unchanged", changes, "STORE-6", "reading or planning changed the workspace")
         )
-    mismatches += plan_checks.compare_plan(case.events, case.expect, plans[0])
+    mismatches += vocabulary.judge_plan(case.events, case.expect, plans[0])
     return mismatches, plans
 
 

@@ -6,13 +6,10 @@ makes the compared field normative (docs/spec/phase0.md, PLAN-10).
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resumekit.conformance import schemas
-from resumekit.conformance._text import clip
 from resumekit.conformance.canonical import canonical_json, same_json
 from resumekit.conformance.results import Mismatch
 
@@ -41,9 +38,6 @@ OPERATION_FIELDS = (
 )
 OPERATION_CLAUSES = {"status": "OP-3", "responseRuntimeEventId": "OP-3", "responseIsError": "OP-3", "args": "OP-1"}
 _ABSENT = "<absent>"
-VOCABULARY_SHOWN = 20  # places outside the vocabulary a case lists; past them, one mismatch counts the rest
-VOCABULARY_NOTE = 400  # characters of the schema's message a place keeps
-_OUTSIDE = "outside the contract's vocabulary (schemas/phase0/resume-plan.json): "
 
 
 def _call_args(events: Sequence[Event], call_event_id: str) -> Any:
@@ -178,58 +172,12 @@ def plain_prefix_expectation(events: Sequence[Event]) -> dict[str, Any] | None:
     }
 
 
-def _vocabulary_clause(path: Sequence[Any]) -> str:
-    if len(path) >= 3 and path[0] == "operations":
-        return OPERATION_CLAUSES.get(str(path[2]), "OP-1")
-    return FIELD_CLAUSES.get(str(path[0]), "PLAN-10") if path else "PLAN-10"
-
-
-def _found(instance: Any) -> Any:
-    """What a mismatch shows of a value outside the vocabulary: a scalar itself, an object by its member names
-    (what ``required`` and ``additionalProperties`` judge), an array by its length; never a whole operation,
-    whose ``args`` the implementation may have made as large as a message may be."""
-    if isinstance(instance, Mapping):
-        return {"members": sorted(map(str, instance))}
-    if isinstance(instance, list):
-        return {"items": len(instance)}
-    return instance
-
-
-def vocabulary(plan: Mapping[str, Any]) -> list[Mismatch]:
-    """Each place where *plan*, a plan the kit can read, leaves schemas/phase0/resume-plan.json, as a mismatch.
-
-    An operation status or a diagnostic code the contract does not have is an answer, and a wrong one:
-    it is reported at its pointer, under the clause of its field, beside every other difference
-    ``compare_plan`` finds (docs/adapter-protocol.md says where a broken message ends). The echoed
-    event lists are left out: ``compare_plan`` requires each of their events to be a committed one.
-    """
-    light = {**plan, "runtimeEvents": [], "replayRuntimeEvents": []}
-    errors = itertools.islice(schemas.validator(schemas.RESUME_PLAN).iter_errors(light), schemas.FIRST_ERRORS)
-    ordered = sorted(errors, key=lambda error: ([str(part) for part in error.absolute_path], str(error.validator)))
-    mismatches = [
-        Mismatch(
-            schemas.pointer(error.absolute_path),
-            {str(error.validator): error.validator_value},
-            _found(error.instance),
-            _vocabulary_clause(list(error.absolute_path)),
-            # jsonschema's message quotes the value whole: a megabyte-long code would be quoted twice.
-            clip(_OUTSIDE + error.message, VOCABULARY_NOTE),
-        )
-        for error in ordered[:VOCABULARY_SHOWN]
-    ]
-    if len(ordered) > VOCABULARY_SHOWN:
-        more = len(ordered) - VOCABULARY_SHOWN
-        mismatches.append(
-            Mismatch("", "a ResumePlan", f"{more} more place(s) outside the vocabulary", "PLAN-10", "not listed")
-        )
-    return mismatches
-
-
 def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mapping[str, Any]) -> list[Mismatch]:
     """Every normative difference between *plan* and the expectation *expect* for the prefix *events*.
 
-    *plan* must already be readable (``decisions.plan_problem``): the comparison runs as for any plan,
-    and where the plan leaves the contract's vocabulary, the places follow its differences (``vocabulary``).
+    *plan* must already be readable (``decisions.plan_problem``): the comparison runs as for any plan, and
+    the caller adds where the plan leaves the contract's vocabulary (``vocabulary.outside``, which needs
+    the schemas and so is no part of this pure module).
     """
     mismatches: list[Mismatch] = []
     for name in ("disposition", "requiresVerification", "sourceRuntimeEventHighWater"):
@@ -268,7 +216,7 @@ def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mappi
             )
         )
     mismatches += compare_replay(events, expect["replay"], plan["replayRuntimeEvents"])
-    return mismatches + vocabulary(plan)
+    return mismatches
 
 
 def _escape(token: Any) -> str:

@@ -18,6 +18,7 @@ from resumekit.conformance import PROTOCOL_VERSION, SPEC_VERSION, _summary_rows,
 from resumekit.conformance._text import printable
 from resumekit.conformance.cases import Case
 from resumekit.conformance.results import (
+    GRADE_MEANINGS,
     CaseResult,
     Implementation,
     Mismatch,
@@ -66,6 +67,7 @@ def to_json(run: Run) -> dict[str, Any]:
         "verdict": verdict.to_dict(),
         "selection": run.selection.to_dict() if run.selection is not None else None,
         "summary": run.counts,
+        "grades": run.grades,
         "results": [result.to_dict() for result in run.results],
         "jobs": run.jobs,
         **({"summaries": [table.to_dict() for table in run.summaries]} if run.summaries else {}),
@@ -97,6 +99,7 @@ def result_from_dict(data: Mapping[str, Any]) -> CaseResult:
         attested=tuple(data.get("attested", ())),
         history=tuple(data.get("history", ())),
         known_failure=(data.get("knownFailure") or {}).get("reason"),
+        grade=data.get("grade"),
     )
 
 
@@ -180,7 +183,8 @@ def to_junit(run: Run) -> str:
                 message = f"unexpected pass: listed as a known failure ({result.known_failure}), and it passed"
                 ET.SubElement(case, "failure", message=message).text = message
             elif result.outcome is Outcome.FAILED:
-                ET.SubElement(case, "failure", message=_first_line(result)).text = text
+                graded = f"{result.grade}: " if result.grade else ""
+                ET.SubElement(case, "failure", message=graded + _first_line(result)).text = text
             elif result.outcome is Outcome.ERRORED:
                 ET.SubElement(case, "error", message=_first_line(result)).text = text
             elif result.outcome in (Outcome.SKIPPED, Outcome.NOT_CLAIMED, Outcome.NOT_RUN):
@@ -205,6 +209,8 @@ def run_properties(run: Run) -> dict[str, str]:
         "resumekit.goldenDigest": run.golden_digest,
         "resumekit.seed": "" if run.seed is None else str(run.seed),
     }
+    if grades_text(run):
+        properties["resumekit.grades"] = grades_text(run)
     if run.selection is not None:
         properties["resumekit.selection"] = run.selection.describe(run.profile)
         for key, value in run.selection.to_dict().items():
@@ -314,6 +320,8 @@ def format_result(result: CaseResult, golden_root: str = "") -> str:
         lines.append("  it passes now: take it off the expectations file (--expect)")
     if result.clauses:
         lines.append(f"  clauses: {', '.join(result.clauses)}")
+    if result.grade:
+        lines.append(f"  grade: {result.grade}: {GRADE_MEANINGS.get(result.grade, '')}")
     if result.expectation and result.mismatches:
         lines.append(f"  compared with: the case's {result.expectation} expectation")
     if result.fault_model:
@@ -353,11 +361,32 @@ def shard_failed(run: Run) -> bool:
     return any(not r.ok and r.outcome is not Outcome.NOT_CLAIMED for r in run.results)
 
 
+def grades_text(run: Run) -> str:
+    """How the failed cases' plans depart, in words (``2 unsafe, 7 over-cautious, 3 detail``); ``""`` when none
+    was graded, so that a run whose failures compared no plan reads as it always did."""
+    grades = run.grades
+    if not any(grades[name] for name in ("unsafe", "over-cautious", "detail")):
+        return ""
+    return ", ".join(f"{count} {name}" for name, count in grades.items() if count or name != "ungraded")
+
+
+UNSAFE_NAMED = 10  # unsafe cases the summaries name; the reports list every one
+
+
+def unsafe_ids(run: Run, quote: str = "") -> str:
+    """The ids of the failed cases graded unsafe, the first ``UNSAFE_NAMED`` of them, ``""`` when none."""
+    unsafe = [r.case_id for r in run.results if r.outcome is Outcome.FAILED and r.grade == "unsafe"]
+    named = ", ".join(f"{quote}{case_id}{quote}" for case_id in unsafe[:UNSAFE_NAMED])
+    return named + (f" and {len(unsafe) - UNSAFE_NAMED} more" if len(unsafe) > UNSAFE_NAMED else "")
+
+
 def counts_text(run: Run) -> str:
-    """The run's counts and duration, as the verdict line states them."""
+    """The run's counts and duration, as the verdict line states them, the failed cases' grades with them."""
     total = run.counts
+    graded = grades_text(run)
     return (
-        f"{total['passed']} passed, {total['failed']} failed, {total['errored']} errored, "
+        f"{total['passed']} passed, {total['failed']} failed{f' ({graded})' if graded else ''}, "
+        f"{total['errored']} errored, "
         f"{total['skipped']} skipped, {total['not_claimed']} not claimed"
         + (f", {total['not_run']} not run" if total.get("not_run") else "")
         + f" in {run.duration:.2f} s"
@@ -407,6 +436,8 @@ def format_summary(run: Run) -> str:
         lines.append(f"unexpected passes (listed as failing, passed): {', '.join(verdict.unexpected_passes)}")
     lines += ["", f"{headline(run)}: {counts_text(run)}"]
     lines += [f"  {reason}" for reason in verdict.reasons]
+    if unsafe_ids(run):
+        lines.append(f"  unsafe (replays what must be blocked, or skips a verification): {unsafe_ids(run)}")
     not_run = [r for r in run.results if r.outcome is Outcome.NOT_RUN]
     if not_run and not any("not run" in reason for reason in verdict.reasons):
         lines.append(f"  {len(not_run)} case(s) not run on this machine: {not_run[0].message}")
@@ -462,6 +493,7 @@ def to_markdown(run: Run) -> str:
         lines.append(f"Selection: {run.selection.describe(run.profile)}.")
     if verdict.reasons:
         lines.append("Why: " + "; ".join(verdict.reasons) + ".")
+    lines += _markdown_grades(run)
     unclaimed = not_claimed_text(run)
     if unclaimed:
         lines.append(f"Not claimed: {unclaimed}.")
@@ -507,12 +539,23 @@ def to_markdown(run: Run) -> str:
                 first = result.mismatches[0]
                 problem += f": {first.pointer or '(whole plan)'} [{first.clause}]" if first.clause else ""
             problem = problem.replace("|", "\\|")
+            outcome = result.outcome.value + (f" ({result.grade})" if result.grade else "")
             lines.append(
-                f"| `{result.case_id}` | {result.outcome.value} | {result.source or ''} | "
+                f"| `{result.case_id}` | {outcome} | {result.source or ''} | "
                 f"{', '.join(result.clauses)} | {problem} |"
             )
         lines += _markdown_stories(bad)
     return printable("\n".join(lines)) + "\n"
+
+
+def _markdown_grades(run: Run) -> list[str]:
+    """The failed cases' grades in a sentence that says first whether any replays what it must not."""
+    graded = grades_text(run)
+    if not graded:
+        return []
+    unsafe = run.grades["unsafe"]
+    lead = f"**{unsafe} unsafe** ({unsafe_ids(run, '`')})" if unsafe else "none unsafe"
+    return [f"Failed cases by grade (GRADE-1): {lead}; {graded}."]
 
 
 MARKDOWN_STORIES = 20  # failing cases whose story the Markdown summary tells; the JSON report has every one

@@ -35,7 +35,8 @@ def _outcome_badge(result: CaseResult) -> str:
     if result.unexpected_pass:
         return '<span class="o o-unexpected">unexpected pass</span>'
     value = result.outcome.value
-    return f'<span class="o o-{_e(value)}">{_e(value.replace("_", " "))}</span>'
+    graded = f" ({result.grade})" if result.grade else ""
+    return f'<span class="o o-{_e(value)}">{_e(value.replace("_", " ") + graded)}</span>'
 
 
 def _shown(result: CaseResult) -> bool:

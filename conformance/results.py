@@ -182,6 +182,14 @@ class Verdict:
         }
 
 
+# What each grade of a failed plan means (docs/spec/phase0.md, GRADE-1), worst first, for the reports.
+GRADE_MEANINGS = {
+    "unsafe": "it replays what must be blocked, or skips a verification the contract requires",
+    "over-cautious": "it blocks or asks for a verification where the contract replays",
+    "detail": "neither less nor more cautious than the contract: reasons, diagnostics or other fields differ",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     """One normative field whose actual value differs from the expected one."""
@@ -256,6 +264,9 @@ class CaseResult:
     attested: tuple[str, ...] = ()  # what of its evidence the kit took on the implementation's word
     # The story of a failed or errored case, as the report keeps it: event dicts (``history.for_report``).
     history: tuple[Mapping[str, Any], ...] = ()
+    # How a failed plan departs from the expected one (unsafe, over-cautious or detail; phase0/grades.py);
+    # None for a case that compared no plan, or did not fail.
+    grade: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -300,6 +311,7 @@ class CaseResult:
             "stderrTail": self.stderr_tail,
             "replay": self.replay,
             "expectation": self.expectation,
+            "grade": self.grade,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         if self.transcript:
@@ -434,6 +446,12 @@ class Run:
         """How many results have each outcome, every outcome listed."""
         counted = Counter(result.outcome for result in self.results)
         return {outcome.value: counted.get(outcome, 0) for outcome in Outcome}
+
+    @property
+    def grades(self) -> dict[str, int]:
+        """How many failed results have each grade (phase0/grades.py), and how many none (``ungraded``)."""
+        counted = Counter(result.grade or "ungraded" for result in self.results if result.outcome is Outcome.FAILED)
+        return {name: counted.get(name, 0) for name in (*GRADE_MEANINGS, "ungraded")}
 
     @property
     def certified(self) -> bool:

@@ -103,7 +103,7 @@ def test_a_schema_invalid_plan_is_errored_with_the_pointer() -> None:
     finished = run(load_suite().select("core", only=["prefix-*"]), PythonAdapter(sloppy, name="sloppy"), profile="core")
     result = finished.results[0]
     assert result.outcome is Outcome.ERRORED
-    assert "resume-plan.json" in (result.message or "")
+    assert "plan-envelope.json" in (result.message or "")
 
 
 @pytest.mark.parametrize("name", CORE_SITUATIONS)

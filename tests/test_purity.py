@@ -40,6 +40,7 @@ PURE_MODULES = (
     "resumekit.conformance.results",
     "resumekit.conformance.phase0.ledger_damage",
     "resumekit.conformance.phase0.plan_checks",
+    "resumekit.conformance.phase0.grades",
     "resumekit.conformance.p1.canonical",
     "resumekit.conformance.p1.gates",
     "resumekit.conformance.p1.model",

@@ -2,21 +2,20 @@
 
 Every line is strict JSON of bounded depth and size, its strings made safe (``decode_message``); a hello
 names this protocol and known capabilities (``hello_problem``); each result has a schema
-(``RESULT_SCHEMAS``), and the RuntimeEvents already checked once are not checked again (``CheckedEvents``,
-``without_echoes``).
+(``RESULT_SCHEMAS``), and the RuntimeEvents already checked once are not checked again (``CheckedEvents``).
+A plan's result schema checks its envelope only: the values inside it are the answer a case judges.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from resumekit.conformance import PROTOCOL_VERSION
 from resumekit.conformance._text import SURROGATE_ESCAPE, safe_value
 from resumekit.conformance.adapters import _bounded
 from resumekit.conformance.adapters._bounded import MAX_STRING_BYTES, MAX_VALUES
-from resumekit.conformance.canonical import canonical_json
 
 MAX_DEPTH = 128  # nesting of arrays and objects in one message (docs/adapter-protocol.md, Transport)
 _MESSAGE_PREVIEW = 600
@@ -168,54 +167,24 @@ class CheckedEvents:
     def lighten(self, result: Any) -> tuple[Any, list[object]]:
         """*result* with each event list emptied whose events were all checked before, and the events kept in.
 
-        The lists are a read's ``events`` and a plan's echoed ``runtimeEvents`` and ``replayRuntimeEvents``;
-        a list holding one event not checked before is kept whole, and its events are returned so that
-        they can be recorded once the result has passed.
+        The list is a read's ``events``: a list holding one event not checked before is kept whole, and
+        its events are returned so that they can be recorded once the result has passed. A plan's echoed
+        lists are not among them: a result's schema checks only that they hold objects
+        (``results/plan-envelope.json``), so passing it proves no event valid.
         """
         if not isinstance(result, dict):
             return result, []
-        unchecked: list[object] = []
-        light = dict(result)
-        lists = [(light, "events")]
-        plan = result.get("plan")
-        if isinstance(plan, dict):
-            light["plan"] = dict(plan)
-            lists += [(light["plan"], "runtimeEvents"), (light["plan"], "replayRuntimeEvents")]
-        texts = self._texts
-        for holder, key in lists:
-            events = holder.get(key)
-            if not isinstance(events, list) or not events:
-                continue
-            if all(self._text(event) in texts for event in events):
-                holder[key] = []
-            else:
-                unchecked += events
-        return light, unchecked
+        events = result.get("events")
+        if not isinstance(events, list) or not events:
+            return result, []
+        if all(self._text(event) in self._texts for event in events):
+            return {**result, "events": []}, []
+        return result, list(events)
 
 
 CHECKED_EVENTS = CheckedEvents()
 # The commands whose requests and results carry RuntimeEvents where the protocol schemas say so.
 EVENTS_SENT = frozenset(("phase0.plan", "phase0.store.append", "phase0.store.read", "phase0.store.plan"))
-
-
-def without_echoes(cmd: str, result: Any, fields: Mapping[str, Any]) -> Any:
-    """*result* with the plan's echoed event lists emptied when every event in them is one the kit sent.
-
-    An event the kit sent is valid already (the fixtures are checked against the RuntimeEvent schema),
-    and checking it again was most of the cost of checking a plan; an echoed event that differs from
-    every sent one, by a byte of canonical JSON, is checked in full.
-    """
-    sent = fields.get("events")
-    plan = result.get("plan") if cmd == "phase0.plan" and isinstance(result, dict) else None
-    if not isinstance(plan, dict) or not isinstance(sent, list):
-        return result
-    known = {canonical_json(event) for event in sent}
-    light = dict(plan)
-    for key in ("runtimeEvents", "replayRuntimeEvents"):
-        echoed = plan.get(key)
-        if isinstance(echoed, list) and all(isinstance(e, dict) and canonical_json(e) in known for e in echoed):
-            light[key] = []
-    return {**result, "plan": light}
 
 
 def hello_problem(hello: Any) -> str | None:

@@ -30,7 +30,6 @@ from resumekit.conformance.adapters.messages import (
     hello_problem,
     is_integer,
     preview,
-    without_echoes,
 )
 from resumekit.conformance.results import Implementation
 
@@ -211,7 +210,7 @@ class ProcessAdapter:
         if self.validate_messages:
             violation = schemas.first_violation(schemas.ADAPTER_RESPONSE, response)
             if violation is None and "result" in response and cmd in RESULT_SCHEMAS:
-                result = without_echoes(cmd, response["result"], fields or {})
+                result = response["result"]
                 unchecked: list[object] = []
                 if cmd in EVENTS_SENT:
                     result, unchecked = CHECKED_EVENTS.lighten(result)

@@ -82,6 +82,7 @@ CONTRACT = Contract(
     case_types=(DecisionCase, CrashCase, LedgerFaultCase, ScheduleCase),
     spec_files=("phase0.md",),
     runners=runners,
+    kit_clauses=("GRADE-1",),  # how the kit grades a failed plan (phase0/grades.py), not a rule for a runtime
     not_yet_covered={
         "STORE-8": "needs two adapter processes on one run, which the protocol does not drive; the reference's "
         "tests run two writers on one run",

@@ -8,31 +8,26 @@ from typing import Any
 from resumekit.conformance import schemas
 from resumekit.conformance.adapters import Adapter
 from resumekit.conformance.canonical import canonical_json
-from resumekit.conformance.phase0 import plan_checks
+from resumekit.conformance.phase0 import grades, plan_checks, vocabulary
 from resumekit.conformance.phase0.cases import DecisionCase
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for
 
-_ECHOED = ("runtimeEvents", "replayRuntimeEvents")
 ALWAYS_CHECKED = ("PURE-1", "PURE-2")
+PLAN_ENVELOPE = schemas.BASE + "adapter/results/plan-envelope.json"
 
 
 def plan_problem(plan: Any) -> str | None:
-    """Why *plan* is not a ResumePlan, or None.
+    """Why the kit cannot read *plan* as a ResumePlan, or None.
 
-    The echoed event lists are only checked to hold objects: the comparison then requires each to
-    equal a committed event, which is valid already, so validating them again would only cost time
-    (it was three quarters of the runner's own time).
+    Only the envelope is required here (``results/plan-envelope.json``: the members and their JSON
+    types), so that every difference of a plan the kit can read is judged; what the members hold,
+    the contract's vocabulary included, is the answer (``vocabulary.outside``).
     """
     if not isinstance(plan, dict):
         return f"the plan is {type(plan).__name__}, not an object"
-    light = dict(plan)
-    for key in _ECHOED:
-        value = plan.get(key)
-        if isinstance(value, list) and all(isinstance(event, dict) for event in value):
-            light[key] = []
-    violation = schemas.first_violation(schemas.RESUME_PLAN, light)
-    return None if violation is None else f"the plan breaks schemas/phase0/resume-plan.json {violation}"
+    violation = schemas.first_violation(PLAN_ENVELOPE, plan)
+    return None if violation is None else f"the plan breaks schemas/adapter/results/plan-envelope.json {violation}"
 
 
 def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResult:
@@ -51,12 +46,13 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
             return errored(case, reply, f"phase0.plan ({attempt} request)")
         plan = reply.value.get("plan") if isinstance(reply.value, dict) else None
         answers.append(canonical_json(plan))
-        # An answer byte-identical to the first one was validated with it.
+        # An answer byte-identical to the first one was read with it.
         problem = None if answers[-1] == answers[0] and plans else plan_problem(plan)
         if problem or not isinstance(plan, dict):
             return result_for(case, Outcome.ERRORED, message=problem or "no plan", transcript=reply.transcript)
         plans.append(plan)
-    mismatches = plan_checks.compare_plan(case.events, case.expectation_for(profile), plans[0])
+    expect = case.expectation_for(profile)
+    mismatches = vocabulary.judge_plan(case.events, expect, plans[0])
     mismatches += plan_checks.compare_determinism(plans[0], plans[1])
     if canonical_json(fields["events"]) != before:
         mismatches.append(
@@ -66,6 +62,9 @@ def run_decision(case: DecisionCase, adapter: Adapter, profile: str) -> CaseResu
     clauses = case.clauses + tuple(c for c in ALWAYS_CHECKED if c not in case.clauses)
     expectation = case.expectation_profile(profile)
     if mismatches:
-        failed = result_for(case, Outcome.FAILED, mismatches=tuple(mismatches), expectation=expectation)
+        grade = grades.grade(case.events, expect, plans)
+        failed = result_for(
+            case, Outcome.FAILED, mismatches=tuple(mismatches), expectation=expectation, grade=grade
+        )
         return dataclasses.replace(failed, clauses=clauses)
     return dataclasses.replace(result_for(case, Outcome.PASSED, expectation=expectation), clauses=clauses)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from resumekit.conformance import _files
 from resumekit.conformance.adapters import is_integer
 from resumekit.conformance.cases import Event
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.phase0 import plan_checks
+from resumekit.conformance.phase0 import grades, plan_checks, vocabulary
 from resumekit.conformance.phase0.cases import CrashCase
 from resumekit.conformance.phase0.session import Factory, Session, ids, make_workspace, same_events, scratch_folder
 from resumekit.conformance.powerloss import PowerLoss
@@ -30,10 +31,12 @@ def run_crash(case: CrashCase, factory: Factory, profile: str, power: PowerLoss 
         with scratch_folder(case.failpoint.lower(), session) as scratch:
             workspace, marker = make_workspace(scratch, session), scratch / "finally.marker"
             _append_and_kill(session, case.events, workspace, marker)
-            mismatches = _reopen_and_plan(session, case, workspace, profile)
+            mismatches, plans = _reopen_and_plan(session, case, workspace, profile)
             session.close()
             if mismatches:
-                failed = session.fail(f"after the crash at {case.failpoint} the reopened run is wrong", *mismatches)
+                grade = grades.grade(case.events, case.expect, plans)
+                message = f"after the crash at {case.failpoint} the reopened run is wrong"
+                failed = session.fail(message, *mismatches, grade=grade)
                 return session.told(failed)
             return result_for(case, Outcome.PASSED, fault_model=session.model)
     except Abort as abort:
@@ -67,8 +70,10 @@ def _append_and_kill(session: Session, events: Sequence[Event], workspace: Path,
         )
 
 
-def _reopen_and_plan(session: Session, case: CrashCase, workspace: Path, profile: str) -> list[Mismatch]:
-    """Reopen the store, require the committed prefix, plan twice, and every way the outcome departs."""
+def _reopen_and_plan(
+    session: Session, case: CrashCase, workspace: Path, profile: str
+) -> tuple[list[Mismatch], list[dict[str, Any]]]:
+    """Reopen the store, require the committed prefix, plan twice: every way the outcome departs, and the plans."""
     session.start()
     session.open(workspace)
     # From here to the end of the case nothing may change a file (STORE-6): `open` may prepare
@@ -94,8 +99,8 @@ def _reopen_and_plan(session: Session, case: CrashCase, workspace: Path, profile
         mismatches.append(
             Mismatch("/workspace", "unchanged", changes, "STORE-6", "reading or planning changed the workspace")
         )
-    mismatches += plan_checks.compare_plan(case.events, case.expect, plans[0])
-    return mismatches
+    mismatches += vocabulary.judge_plan(case.events, case.expect, plans[0])
+    return mismatches, plans
 
 
 __all__ = ["run_crash"]

@@ -128,7 +128,8 @@ def _describe(key: tuple[str, str, str]) -> str:
     return f"{code}({inside})" if inside else code
 
 
-def _compare_replay(events: Sequence[Event], expected_ids: Sequence[str], actual: Sequence[Any]) -> list[Mismatch]:
+def compare_replay(events: Sequence[Event], expected_ids: Sequence[str], actual: Sequence[Any]) -> list[Mismatch]:
+    """The difference between the replayed events *actual* and the committed events of *expected_ids* (PLAN-9)."""
     actual_ids = [event.get("id") if isinstance(event, Mapping) else event for event in actual]
     if list(expected_ids) != actual_ids:
         return [Mismatch("/replayRuntimeEvents", list(expected_ids), actual_ids, "PLAN-9", "replayed event ids differ")]
@@ -174,7 +175,9 @@ def plain_prefix_expectation(events: Sequence[Event]) -> dict[str, Any] | None:
 def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mapping[str, Any]) -> list[Mismatch]:
     """Every normative difference between *plan* and the expectation *expect* for the prefix *events*.
 
-    *plan* must already be valid against the ResumePlan schema.
+    *plan* must already be readable (``decisions.plan_problem``): the comparison runs as for any plan, and
+    the caller adds where the plan leaves the contract's vocabulary (``vocabulary.outside``, which needs
+    the schemas and so is no part of this pure module).
     """
     mismatches: list[Mismatch] = []
     for name in ("disposition", "requiresVerification", "sourceRuntimeEventHighWater"):
@@ -212,7 +215,7 @@ def compare_plan(events: Sequence[Event], expect: Mapping[str, Any], plan: Mappi
                 "runtimeEvents must be the committed prefix, unchanged",
             )
         )
-    mismatches += _compare_replay(events, expect["replay"], plan["replayRuntimeEvents"])
+    mismatches += compare_replay(events, expect["replay"], plan["replayRuntimeEvents"])
     return mismatches
 
 

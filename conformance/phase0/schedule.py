@@ -20,7 +20,7 @@ from resumekit.conformance import _files
 from resumekit.conformance._process import wait_pid_gone
 from resumekit.conformance.adapters import is_integer
 from resumekit.conformance.fault_models import POWER_LOSS, PROCESS_CRASH, Abort
-from resumekit.conformance.phase0 import plan_checks
+from resumekit.conformance.phase0 import grades, plan_checks, vocabulary
 from resumekit.conformance.phase0.cases import ScheduleCase
 from resumekit.conformance.phase0.session import (
     Factory,
@@ -396,13 +396,14 @@ class _Writer:
         committed = self.sent[: len(events)]
         expect = plan_checks.plain_prefix_expectation(committed)
         assert expect is not None  # run_schedule refuses a template without one
-        mismatches += plan_checks.compare_plan(committed, expect, plans[0])
+        mismatches += vocabulary.judge_plan(committed, expect, plans[0])
         if mismatches:
             raise Abort(
                 session.fail(
                     f"the plans of the final ledger of {len(events)} rows are not the plan its rows demand",
                     *mismatches,
                     replay=self.replay,
+                    grade=grades.grade(committed, expect, plans),
                 )
             )
         return len(events)

@@ -739,6 +739,38 @@ class CutsTornTailAtOpen(Harness):
         return answer
 
 
+class ReplaysAfterCrash(Harness):
+    """Plans every reopened ledger as safe to replay, a dangling call included (PLAN-6, PLAN-7): unsafe (GRADE-1)."""
+
+    def _store_plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._store_plan(request)
+        plan = answer.get("plan")
+        if answer.get("status") == "ok" and isinstance(plan, dict):
+            plan.update(disposition="safe_replay", requiresVerification=False, rejectionReasons=[], diagnostics=[])
+            plan.pop("directive", None)
+        return answer
+
+
+class PlansBeyondVocabulary(Harness):
+    """Plans in words the contract does not have, hostile ones: a readable plan every value of which is wrong.
+
+    The kit must fail each case (not err, not hang, not grow without bound), listing a bounded number of
+    places with their clauses; the values carry controls, lone surrogates and a megabyte-long code.
+    """
+
+    def _plan(self, request: dict[str, Any]) -> dict[str, Any]:
+        plan = super()._plan(request)["plan"]
+        weird = "parked\x1b[2J\ud800\u0085"
+        plan["disposition"] = "maybe" + weird
+        plan["rejectionReasons"] = [f"reason-{n}{weird}" for n in range(2000)]
+        plan["operations"] = [
+            {"toolCallId": f"t{n}", "toolName": weird, "args": {"blob": "x" * 512}, "status": weird, "extra": n}
+            for n in range(2000)
+        ]
+        plan["diagnostics"] = [{"code": "c" * 1_000_000 + weird, "detail": {"deep": [[[[weird]]]]}}]
+        return {"plan": plan}
+
+
 MODES: dict[str, type[Harness]] = {
     "declines": Declines,
     "ack-before-durable": AckBeforeDurable,
@@ -792,6 +824,8 @@ MODES: dict[str, type[Harness]] = {
     "locates-a-copy": LocatesACopy,
     "refreshes-located-copy": RefreshesLocatedCopy,
     "cuts-torn-tail-at-open": CutsTornTailAtOpen,
+    "replays-after-crash": ReplaysAfterCrash,
+    "plans-beyond-vocabulary": PlansBeyondVocabulary,
 }
 
 

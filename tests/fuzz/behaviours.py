@@ -104,6 +104,8 @@ BEHAVIOURS = [
             ("most-string", "the first 65536 kept"),
         )
     ),
+    Behaviour("a readable plan, every value outside the vocabulary", "plans-beyond-vocabulary", timeout=10,
+              evidence="outside the contract's vocabulary"),
     Behaviour("256 MB on stderr in one line", "huge-stderr", "256", timeout=60, expect="pass"),
     Behaviour("200,000 short stderr lines", "stderr-flood", timeout=10, expect="pass"),
     Behaviour("starts once, then hangs at every start", "starts-once", "{flag}", ("--kind", "decision"), timeout=1),

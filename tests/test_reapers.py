@@ -275,9 +275,11 @@ def test_an_interrupted_run_or_an_abandoned_case_has_its_reapers_kill_what_is_be
 
 def test_the_kit_sees_what_a_process_runs_and_where(tmp_path: Path) -> None:
     # What the control plane holds the tool's announcement to (its pid and grandchild): read from /proc.
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], cwd=tmp_path,
-                             stdin=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
+        # Popen may return while the exec is still under way (its command line not yet set): wait for a word.
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
         assert procfs.running(child.pid, b"-c") == {"runs": True, "cwd": str(tmp_path.resolve())}
         assert procfs.running(child.pid, b"resumekit.conformance.p1._tool") == {"runs": False,
                                                                                "cwd": str(tmp_path.resolve())}
@@ -285,5 +287,7 @@ def test_the_kit_sees_what_a_process_runs_and_where(tmp_path: Path) -> None:
         assert child.stdin is not None
         child.stdin.close()
         child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
     assert procfs.running(child.pid, b"-c") is None  # gone (and reaped)
     assert [procfs.running(pid, b"-c") for pid in (None, True, 0, -1, "1")] == [None] * 5

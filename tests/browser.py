@@ -208,6 +208,22 @@ def write_story(out: Path) -> Path:
     return page
 
 
+def check_upstream(page: Any, check: Checks, width: str) -> None:
+    """A runtime past the seed (tests/broken/upstream.py), its decision cases: not passed, its divergences graded,
+    none of its decision cases errored, and the verdict saying how many were unsafe."""
+    _verdict_on_first_screen(page, check, width)
+    headline = page.inner_text("#verdict .headline")  # its decision cases only: a subset, never a certification
+    check(f"{width}: verdict says the subset did not pass", headline.startswith("SUBSET: selected cases did not"),
+          headline)
+    verdict = page.inner_text("#verdict")
+    check(f"{width}: the verdict counts the unsafe divergences", "unsafe" in verdict, verdict[:300])
+    badges = [b.inner_text() for b in page.query_selector_all("span.o-failed")]
+    check(f"{width}: a failing case's badge carries its grade", "failed (unsafe)" in badges, badges[:5])
+    check(f"{width}: no decision case errored", page.query_selector("span.o-errored") is None)
+    ok, detail = _no_overflow(page)
+    check(f"{width}: no horizontal overflow", ok, detail)
+
+
 def check_compare(page: Any, check: Checks, width: str, runs: int, case_id: str) -> None:
     """The side-by-side page of several saved reports: a row per run, the gates, and the differing cases."""
     rows = page.query_selector_all("#runs-table tbody tr")
@@ -314,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         out, "worker", "--adapter", f"{sys.executable} -m tests.broken.workers names-workspaces-freely",
         "--kind", "p1", "--only", "p1-capture-completes", "--only", "p1-crash-capture-before-claimed-row",
     )  # fmt: skip
+    upstream = write_report(
+        out, "upstream", "--adapter", f"{sys.executable} -m tests.broken.upstream", "--kind", "decision"
+    )
     rerendered, side = out / "rerendered.html", out / "side-by-side.html"
     saved = [str(out / f"{name}.json") for name in ("passing", "failing", "worker")]
     kit = [sys.executable, "-m", "resumekit.conformance", "report"]
@@ -328,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "passing": (passing, lambda page, c, width: check_passing(page, c, width, headline)),
         "rerendered": (rerendered, lambda page, c, width: check_failing(page, c, width, first, events=False)),
         "side-by-side": (side, lambda page, c, width: check_compare(page, c, width, 3, first)),
+        "upstream": (upstream, check_upstream),
         "story": (story, lambda page, c, width: check_story(page, c, width, CASE_ID, story_lanes, PUSH_AGAIN)),
     }
     pages.update(_worker_stories(out))

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -234,8 +235,12 @@ def unlock(folder: Path) -> None:
         subprocess.run(["chattr", "-R", "-f", "-i", str(folder)], capture_output=True, check=False, timeout=60)
     for current, dirs, _ in os.walk(folder):
         for name in dirs:
+            # Only the owner's bits are given back: forcing a mode would change the try's own TMPDIR (1777, below
+            # *folder* too), and the campaign would then blame the kit for a change it made itself.
             with contextlib.suppress(OSError):
-                os.chmod(Path(current, name), 0o755, follow_symlinks=False)
+                mode = stat.S_IMODE(Path(current, name).lstat().st_mode)
+                if mode & stat.S_IRWXU != stat.S_IRWXU:
+                    os.chmod(Path(current, name), mode | stat.S_IRWXU, follow_symlinks=False)
 
 
 def selected(only: list[str] | None) -> list[Attack]:

@@ -377,6 +377,29 @@ STATIC.update(
         ),
     }
 )
+# The preconditions of the governed side effects (tests/broken/workers/sideeffects.py), each named by its clause.
+STATIC.update(
+    {
+        # The restarted process submits, writes result_submitted, then sends the result again (RESUME-2).
+        "confirms-its-result-after-submitting": (
+            "p1-kill-after-pending-resends-the-same-key",
+            "RESULT_SUBMISSION_REPLAY_SAFE",
+            frozenset({"RESUME-2"}),
+        ),
+        # The branch moved while it was blocked before its push; unread, its push is refused (COMMIT-1).
+        "pushes-without-reading-the-branch": (
+            "p1-commit-branch-moved-before-the-read-is-never-pushed",
+            "RETRY_IDEMPOTENT_NO_DUPLICATE_SIDE_EFFECT",
+            frozenset({"COMMIT-1"}),
+        ),
+        # The second ACTIVE lease unseen, its push lands (COMMIT-6).
+        "skips-the-lease-read-before-the-push": (
+            "p1-strict-second-lease-before-the-push-is-a-lease-conflict",
+            "LEASE_RENEWAL_RECOVERY",
+            frozenset({"COMMIT-6"}),
+        ),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )
@@ -531,3 +554,21 @@ def test_every_branch_a_golden_scenario_moves_is_moved_to_a_commit_of_its_origin
         made = create_origin(tmp_path / str(index), spec["files"], branch=spec["branch"],
                              branches=spec.get("branches", ()), later=spec.get("later"))
         assert fault["oid"] in (made.base_oid, made.later_oid), (case.id, fault, made)
+
+
+# The broken workers whose clause a check names for what it sees itself, not only the scenario's expected outcome.
+OWN_CHECKS = {
+    "confirms-its-result-after-submitting": "resume.after_submitted",
+    "pushes-without-reading-the-branch": "commit.branch_read",
+    "skips-the-lease-read-before-the-push": "commit.lease_read",
+}
+
+
+@pytest.mark.parametrize("bug", sorted(OWN_CHECKS))
+def test_a_broken_precondition_of_a_side_effect_is_named_by_its_own_check(
+    bug: str, runs: dict[str, tuple[int, dict[str, Any], str]]
+) -> None:
+    (result,) = runs[bug][1]["results"]
+    _, _, clauses = CAUGHT[bug]
+    named = {(mismatch.get("check"), mismatch.get("clause")) for mismatch in result["mismatches"]}
+    assert {(OWN_CHECKS[bug], clause) for clause in clauses} <= named, named

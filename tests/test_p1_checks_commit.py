@@ -335,3 +335,94 @@ def test_a_report_of_a_landed_push_the_kit_read_so_passes() -> None:
     # A push accepted that never landed (its worker killed in it) and has no report is nothing to hold.
     assert judged("commit.ref_reports", Told().logged("push", repository="acme/w", ref=MAIN, old=BASE, new=C,
                                                        accepted=True, read=BASE)) == []
+
+
+def _lease(event: str, request: int | None, attempt: int = 1) -> dict[str, Any]:
+    return {"event": event, "request": request, "lease": {"lease_id": f"lease-{attempt}", "task_id": "t-1",
+                                                          "attempt": attempt, "state": "ACTIVE"}}
+
+
+def _asked(
+    told: Told, request: int, endpoint: str, worker: str = "w1", status: int = 200, branch: str = "main"
+) -> Told:
+    """A request of *worker*; a read of leases answered 200 names *branch* of acme/w, as the control plane logs it."""
+    if endpoint == "leases" and status == 200:
+        told = told.logged("leases_read", request=request, repository="acme/w", target_branch=branch, leases=1)
+    return told.logged("request", request=request, worker=worker, endpoint=endpoint, status=status)
+
+
+def _push_after(*requests: tuple[int, str, str, int], renewer: str = "w1") -> Told:
+    """The claim (request 1) granting t-1 attempt 1's lease, then *requests* (number, endpoint, worker, status), a
+    renewal of the lease at request 8 by *renewer* and a push of the attempt at request 9."""
+    told = Told().logged("attempt_issued", request=None, task={**TASK, "expected_branch_oid": BASE})
+    told = _asked(told.logged("lease", **_lease("granted", 1)), 1, "claim")
+    for request, endpoint, worker, status in requests:
+        told = _asked(told, request, endpoint, worker, status)
+    told = _asked(told.logged("lease", **_lease("renewed", 8)), 8, "renew", renewer)
+    return told.logged("moment", check="push", request=9, task_id="t-1", attempt=1, ref=MAIN, old=BASE, new=C)
+
+
+def test_a_push_follows_a_read_of_the_branchs_leases_in_strict() -> None:
+    assert judged("commit.lease_read", Told()) == []
+    assert judged("commit.lease_read", _push_after((7, "leases", "w1", 200))) == []
+    # No read, a read not answered, or one before the attempt was granted its lease: nothing shows the branch.
+    for told in (_push_after(), _push_after((7, "leases", "w1", 503))):
+        (found,) = judged("commit.lease_read", told)
+        assert (found.clause, found.pointer) == ("COMMIT-6", "/tasks/t-1/attempts/1/push/leases")
+        assert "request 9" in (found.note or "")
+    before = _asked(Told(), 0, "leases")
+    before.events.extend(_push_after().events)
+    assert clauses(judged("commit.lease_read", before)) == ["COMMIT-6"]
+    # A read of another branch's leases shows nothing of this one (the rule goes by request numbers, not order).
+    other = _asked(_push_after(), 7, "leases", branch="elsewhere")
+    assert clauses(judged("commit.lease_read", other)) == ["COMMIT-6"]
+    assert judged("commit.lease_read", _push_after(), profile="core") == []
+
+
+def test_the_lease_read_before_a_push_is_the_pushing_process_own() -> None:
+    # w2 started (request 5) after w1 read the leases (request 4), then renewed and pushed: w1's read does not count.
+    restarted = _push_after((4, "leases", "w1", 200), (5, "renew", "w2", 200), renewer="w2")
+    assert clauses(judged("commit.lease_read", restarted)) == ["COMMIT-6"]
+    assert judged("commit.lease_read", _push_after((4, "leases", "w1", 200), (5, "renew", "w1", 200))) == []
+
+
+def _moved_while(step: str, rows: list[dict[str, Any]], final: list[dict[str, Any]], **push: Any) -> Told:
+    """Attempt 1 of t-1 issued; the kit's last step *step*; the journal read; the kit moves main to LATER at once;
+    then the final journal *final*, and a push of the attempt if *push* names one."""
+    told = Told().logged("attempt_issued", request=None, task={**TASK, "expected_branch_oid": BASE})
+    told = told.kit("step", verb=step).read(rows, why="wait").kit("step", verb="fault")
+    told = told.logged("branch_moved", request=None, repository="acme/w", branch="main", old=BASE, new=LATER,
+                       done=True)
+    if push:
+        told = told.logged("moment", check="push", request=9, task_id="t-1", attempt=1, ref=MAIN, **push)
+    return told.read(final)
+
+
+def test_a_branch_moved_before_the_pre_push_read_is_never_pushed_to() -> None:
+    assert judged("commit.branch_read", Told()) == []
+    passed = [row(1, "claimed"), row(2, "verification_passed")]
+    moved = [*passed, row(3, "reconciliation_required", reason="branch_moved")]
+    refused = [*passed, row(3, "reconciliation_required", reason="push_refused")]
+    assert judged("commit.branch_read", _moved_while("wait", passed, moved)) == []
+    (found,) = judged("commit.branch_read", _moved_while("wait", passed, refused))
+    assert (found.clause, found.pointer, found.event) == ("COMMIT-1", "/tasks/t-1/attempts/1/branch-read", 4)
+    assert "push_refused" in str(found.actual)
+    (pushed,) = judged("commit.branch_read", _moved_while("kill", passed, moved, old=LATER, new=C))
+    assert "a push of the attempt reached the origin" in str(pushed.actual)
+    # A worker running on its own may have read the branch before the move: nothing to judge.
+    assert judged("commit.branch_read", _moved_while("continue", passed, refused)) == []
+    # Past its push when the branch moved: the move comes after the read.
+    done = [*passed, row(3, "commit_done", commit_oid=C)]
+    assert judged("commit.branch_read", _moved_while("wait", done, [*done, row(4, "result_pending")])) == []
+
+
+def test_a_branch_moved_again_or_moved_by_a_request_is_not_judged() -> None:
+    passed = [row(1, "claimed"), row(2, "verification_passed")]
+    refused = [*passed, row(3, "reconciliation_required", reason="push_refused")]
+    again = _moved_while("wait", passed, refused).logged("branch_moved", request=None, repository="acme/w",
+                                                           branch="main", old=LATER, new=BASE, done=True)
+    assert judged("commit.branch_read", again) == []
+    on_renew = _moved_while("wait", passed, refused)
+    on_renew.events[4] = on_renew.events[4].__class__(4, 4.0, "control-plane", "branch_moved",
+                                                      {**on_renew.events[4].data, "request": 8})
+    assert judged("commit.branch_read", on_renew) == []

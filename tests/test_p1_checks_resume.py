@@ -162,3 +162,40 @@ def test_an_orderly_stop_exits_0_with_no_governed_side_effect_before() -> None:
     assert (found.clause, found.pointer) == ("RESUME-5", "/stop/w1")
     quiet = Told().logged("request", **submitted).kit("stopped-in-order", worker="w1", logFrom=1, logTo=1)
     assert judged("resume.stops", quiet) == []
+
+
+def _governed(check: str, rows: list[dict[str, Any]], journal: str = "first", told: Told | None = None) -> Told:
+    """A *check* moment (submission, receipt, push) of t-1 attempt 1 at request 7, the journal read as it arrived."""
+    told = (told or Told()).logged("moment", check=check, request=7, task_id="t-1", attempt=1)
+    return told.read(rows, why="moment", journal=journal, request=7, check=check)
+
+
+def test_no_governed_side_effect_follows_a_terminal_row() -> None:
+    assert judged("resume.after_submitted", Told()) == []
+    pending = [row(1, "claimed"), row(2, "result_pending")]
+    submitted = [*pending, row(3, "result_submitted")]
+    for check in ("submission", "receipt", "push"):
+        assert judged("resume.after_submitted", _governed(check, pending)) == []
+        (found,) = judged("resume.after_submitted", _governed(check, submitted))
+        assert (found.clause, found.pointer) == ("RESUME-2", f"/tasks/t-1/attempts/1/{check}")
+        assert "request 7" in (found.note or "")
+    # Another attempt's terminal row says nothing about this one.
+    other = [row(1, "claimed", attempt=2), row(2, "result_submitted", attempt=2), row(3, "claimed")]
+    assert judged("resume.after_submitted", _governed("submission", other)) == []
+    # An identity conflict's reconciled attempt of the same number leaves the first identity's submission in order.
+    conflict = [*pending, row(3, "claimed", execution_digest="d-2"), row(4, "reconciliation_required",
+                                                                           execution_digest="d-2")]
+    assert judged("resume.after_submitted", _governed("submission", conflict)) == []
+    # reconciliation_required is terminal too.
+    reconciled = [row(1, "claimed"), row(2, "reconciliation_required", reason="push_refused")]
+    (found,) = judged("resume.after_submitted", _governed("push", reconciled))
+    assert "reconciliation_required row" in (found.note or "")
+
+
+def test_a_side_effect_after_result_submitted_is_in_order_while_a_second_journal_holds_the_attempt_open() -> None:
+    submitted = [row(1, "claimed"), row(2, "result_pending"), row(3, "result_submitted")]
+    open_there = _governed("submission", submitted).read(submitted[:2], why="moment", journal="second", request=7)
+    assert judged("resume.after_submitted", open_there) == []
+    # No rows of the attempt in the second journal: the first one's terminal row stands.
+    empty_there = _governed("submission", submitted).read([], why="moment", journal="second", request=7)
+    assert clauses(judged("resume.after_submitted", empty_there)) == ["RESUME-2"]

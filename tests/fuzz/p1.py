@@ -136,6 +136,12 @@ ATTACKS += [
            proof="armed"),
     Attack("takes-a-5xx-for-a-rejection", "p1-submit-5xx-twice-then-success", clauses=("SUB-4",)),
 ]
+# The preconditions of a governed side effect (tests/fuzz/p1_workers/sideeffects.py): every outcome as expected.
+ATTACKS += [
+    Attack("leases-read-of-another-branch", COMMIT, clauses=("COMMIT-6",)),
+    Attack("leases-read-answered-400", COMMIT, clauses=("COMMIT-6",)),
+    Attack("receipt-again-when-submitted", COMMIT, clauses=("RESUME-2",)),
+]
 
 
 def decoy_journal(context: Context) -> Path:

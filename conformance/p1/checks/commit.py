@@ -24,6 +24,7 @@ from typing import Any
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import views
+from resumekit.conformance.p1.checks import _prepush
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.control_plane.state import ZERO
@@ -453,3 +454,56 @@ def _target_refs(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, set[str]]:
         if "repository" in task and "target_branch" in task:
             targets.setdefault(str(task["repository"]), set()).add(f"refs/heads/{task['target_branch']}")
     return targets
+
+
+def lease_read(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """COMMIT-6 (strict): before the push, the worker reads the branch's leases (``GET v1/leases``, CP-15) and
+    pushes only when the branch has exactly one ACTIVE lease, its own; a read given up without an answer ends the
+    attempt without a push. So every push attempt of an attempt that reached an origin follows a read of that
+    branch's leases answered 200, made since the attempt's lease was granted and since the process that renewed it
+    last before the push began: a worker that checks only its own renewal sends its push past a second ACTIVE
+    lease unseen."""
+    log = history.log
+    found = []
+    judged: set[tuple[Any, Any, Any]] = set()
+    for moment in history.moments("push"):
+        key, request = (moment.get("task_id"), moment.get("attempt")), moment.get("request")
+        if not isinstance(request, int) or (*key, request) in judged:
+            continue
+        judged.add((*key, request))
+        start = _prepush.since(log, key, request)
+        if not any(start < number < request for number in _prepush.lease_reads(log, key)):
+            task_id, attempt = key
+            note = (
+                f"a push of attempt {attempt} of {task_id!r} reached the origin (request {request!r}) with no read of "
+                "the branch's leases answered 200 before it in the attempt: strict reads the branch as a whole, "
+                "exactly one ACTIVE lease, the attempt's own, before the push"
+            )
+            where = f"/tasks/{task_id}/attempts/{attempt}/push/leases"
+            found.append(_m("COMMIT-6", where, "GET v1/leases of the branch answered 200 before the push", None, note))
+    return found
+
+
+def branch_read(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """COMMIT-1: with C built, the worker reads the target branch before it pushes; at another value than
+    expected_branch_oid or C it ends in branch_moved without a push. The read itself is not seen (a ``git
+    ls-remote`` of a file URL runs no hook of the origin), so its consequence is judged: after the kit moved the
+    branch away while the worker was settled (blocked at a failpoint, idle or down) and before the attempt had
+    pushed, with no later change of the branch, the attempt's read shows the moved branch, so no push of it reaches
+    the origin and it never ends in push_refused (the outcome of a push the read should have prevented)."""
+    found = []
+    for move in history.of(views.CONTROL_PLANE, "branch_moved"):
+        if not move.get("done") or move.get("request") is not None or not _prepush.settled(history.events, move.seq):
+            continue
+        branch = (move.get("repository"), move.get("branch"))
+        if _prepush.branch_changed_after(history, branch, move.seq):
+            continue
+        earlier = [e for e in views.journal_reads(history.events, "first") if e.seq < move.seq]
+        before = [dict(r) for r in earlier[-1].get("rows", ())] if earlier else []
+        for key in _prepush.attempts_of(history, branch, move.get("new")):
+            if _prepush.pushed_or_past(history, before, key, move.seq):
+                continue
+            problem = _prepush.unread(history, key, move.seq)
+            if problem is not None:
+                found.append(_prepush.moved_unread(key, move, problem))
+    return found

@@ -285,3 +285,41 @@ def second_worker_reuse(history: Story, scenario: Scenario) -> list[Mismatch]:
 def second_worker_superseded(history: Story, scenario: Scenario) -> list[Mismatch]:
     """SCOPE-7 (strict) over the journal of a scenario's second worker."""
     return on_second_worker(superseded, history, scenario)
+
+
+_GOVERNED = ("submission", "receipt", "push")  # the moment checks of a governed side effect
+
+
+def after_submitted(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """RESUME-2 (and PHASE-5): a terminal attempt gets nothing but the report and the release, so no governed side
+    effect (a result submission, a receipt, a push) of an attempt reaches the control plane or an origin while the
+    journal holds its terminal row, result_submitted or reconciliation_required. The kit read the journal as each
+    of those arrived (EVID-4); with a second worker's journal read too, the side effect is in order if either
+    still holds the attempt open."""
+    found = []
+    for check in _GOVERNED:
+        for moment in history.moments(check):
+            key = (moment.get("task_id"), moment.get("attempt"))
+            reads = history.reads_at(moment.get("request"))
+            held = [last for read in reads for last in _lasts(read.get("rows", ()), key)]
+            if any(phase not in TERMINAL for phase in held):
+                continue
+            ended = sorted(set(held))
+            if ended:
+                found.append(_after_submitted(check, key, moment, ended[0]))
+    return found
+
+
+def _lasts(rows: Sequence[Mapping[str, Any]], key: tuple[Any, Any]) -> list[str]:
+    """The last phase of each attempt (one identity) with *key*'s task and number: one identity may be terminal while
+    another of the same number, an identity conflict's (SCOPE-6), is still open."""
+    return [str(group[-1]["phase"]) for ident, group in attempts([dict(r) for r in rows]).items() if ident[:2] == key]
+
+
+def _after_submitted(check: str, key: tuple[Any, Any], moment: Mapping[str, Any], row: str) -> Mismatch:
+    task_id, attempt = key
+    note = (
+        f"a {check} of attempt {attempt} of {task_id!r} arrived (request {moment.get('request')!r}) while the journal "
+        f"held the attempt's {row} row: a terminal attempt gets nothing but the report and the release"
+    )
+    return _m("RESUME-2", f"/tasks/{task_id}/attempts/{attempt}/{check}", "no governed side effect", check, note)

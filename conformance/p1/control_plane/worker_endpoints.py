@@ -231,6 +231,8 @@ def _leases(state: State, request: Request, plan: Plan, heads: Heads, log: Log) 
     if len(repository) != 1 or len(branch) != 1:
         return Outcome(*error_answer(state, 400, "bad_request", "give repository and target_branch, once each"), [])
     leases = [lease_view(lease) for lease in branch_leases(state, repository[0], branch[0])]
+    # Logged so that the rules know which branch a read before a push was of (COMMIT-6): the path is logged bare.
+    log.add("leases_read", repository=repository[0], target_branch=branch[0], leases=len(leases))
     return Outcome(*ok_answer(state, 200, leases=leases), [])
 
 

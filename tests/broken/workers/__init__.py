@@ -77,6 +77,11 @@ from tests.broken.workers.settled import (
     NeverReleasesAtStartup,
     RenewalRejectionIsUnknown,
 )
+from tests.broken.workers.sideeffects import (
+    ConfirmsItsResultAfterSubmitting,
+    PushesWithoutReadingTheBranch,
+    SkipsTheLeaseReadBeforeThePush,
+)
 from tests.broken.workers.submission import (
     AcceptsAny409,
     AcceptsSameBodyInAnyState,
@@ -321,4 +326,19 @@ ATTACK_BUGS["renewal-rejection-is-unknown"] = (
 ATTACK_BUGS["answers-continue-before-waking"] = (
     AnswersContinueBeforeWaking,
     "answers p1.worker.continue before the worker is running, so a wait still reports the released block (ADP-2)",
+)
+
+
+# The preconditions of the governed side effects, each caught by the clause it breaks (sideeffects.py).
+ATTACK_BUGS["confirms-its-result-after-submitting"] = (
+    ConfirmsItsResultAfterSubmitting,
+    "sends its result once more after result_submitted is durable, before the release (RESUME-2)",
+)
+ATTACK_BUGS["pushes-without-reading-the-branch"] = (
+    PushesWithoutReadingTheBranch,
+    "takes the target branch for its expected_branch_oid without the pre-push read (COMMIT-1)",
+)
+ATTACK_BUGS["skips-the-lease-read-before-the-push"] = (
+    SkipsTheLeaseReadBeforeThePush,
+    "never reads the branch's leases before its push, so a second ACTIVE lease goes unseen (COMMIT-6)",
 )

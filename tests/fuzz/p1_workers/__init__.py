@@ -26,6 +26,7 @@ from tests.fuzz.p1_workers import (
     procs,
     readings,
     settled,
+    sideeffects,
     text,
     traffic,
     writes,
@@ -92,6 +93,14 @@ ATTACKS.update(
     {
         "wait-reports-the-released-block": settled.ReportsTheReleasedBlockForEver,
         "released-block-with-a-hostile-name": settled.ReleasedBlockWithAHostileName,
+    }
+)
+# The preconditions of a governed side effect (sideeffects.py): each caught by the check of its clause.
+ATTACKS.update(
+    {
+        "leases-read-of-another-branch": sideeffects.ReadsTheLeasesOfAnotherBranch,
+        "leases-read-answered-400": sideeffects.ReadsTheLeasesWithATwiceNamedBranch,
+        "receipt-again-when-submitted": sideeffects.SendsTheReceiptAgainWhenSubmitted,
     }
 )
 

@@ -41,3 +41,58 @@ def test_a_changed_decoy_names_each_path_relative_to_its_tree() -> None:
     assert judged("cleanup.decoys", Told()) == []  # no listing at all: no change was seen
     # A listing taken before the first step and none after (the kit read nothing at the end) is a change.
     assert clauses(judged("cleanup.decoys", Told().kit("decoys", when="before", entries=before))) == ["CLEAN-2"]
+
+
+_DECOYS = {"decoy/keep.txt": "file:1", "workspaces-evil/keep.txt": "file:2"}
+
+
+def _linked(tree: str, *, sibling: bool = False) -> Told:
+    return Told().kit("decoys", when="before", entries=_DECOYS).kit(
+        "planted-link", name="task-evil", tree=tree, sibling=sibling
+    )
+
+
+def test_a_changed_target_of_a_planted_link_is_clean_4_naming_the_link() -> None:
+    told = _linked("decoy").kit("decoys", when="after", entries={"workspaces-evil/keep.txt": "file:2"})
+    (found,) = judged("cleanup.links", told)
+    assert (found.clause, found.pointer, found.actual) == ("CLEAN-4", "/links/task-evil", {"decoy/keep.txt": "removed"})
+    assert "'task-evil'" in (found.note or "") and found.event == 1
+    # Another tree changed than the link's target: not this link's (CLEAN-2 names it).
+    other = _linked("decoy").kit("decoys", when="after", entries={"decoy/keep.txt": "file:1"})
+    assert judged("cleanup.links", other) == []
+    assert judged("cleanup.links", _linked("decoy").kit("decoys", when="after", entries=_DECOYS)) == []
+    # No link planted, or no listing at all: nothing to judge.
+    assert judged("cleanup.links", Told()) == []
+    unlinked = Told().kit("decoys", when="before", entries=_DECOYS).kit("decoys", when="after", entries={})
+    assert judged("cleanup.links", unlinked) == []
+
+
+def test_a_changed_sibling_named_like_the_root_is_clean_3() -> None:
+    told = _linked("workspaces-evil", sibling=True).kit("decoys", when="after", entries={"decoy/keep.txt": "file:1"})
+    assert clauses(judged("cleanup.boundary", told)) == ["CLEAN-3"]
+    assert clauses(judged("cleanup.links", told)) == ["CLEAN-4"]  # it went through the link too
+    (found,) = judged("cleanup.boundary", told)
+    assert found.actual == {"workspaces-evil/keep.txt": "removed"}
+    # A link to the other decoy is no sibling: its change is CLEAN-4's, not CLEAN-3's.
+    plain = _linked("decoy").kit("decoys", when="after", entries={"workspaces-evil/keep.txt": "file:2"})
+    assert judged("cleanup.boundary", plain) == []
+    assert judged("cleanup.boundary", Told()) == []
+
+
+def test_stale_workspaces_left_under_a_root_given_through_a_link_are_clean_3() -> None:
+    told = Told().kit("root-through-link", link="scratch/workspaces-link")
+    told.by("w1", "started", listing=["task-old", "keep"], givenRoot="scratch/workspaces-link")
+    told.by("w1", "first-request", request=1, listing=["task-old", "keep"])
+    (found,) = judged("cleanup.boundary", told)
+    assert (found.clause, found.pointer, found.actual) == ("CLEAN-3", "/workers/w1/boundary", ["task-old"])
+    assert found.event == 2
+    # Cleaned under the link: nothing; and a root given as it is leaves the finding to CLEAN-1 alone.
+    clean = Told().kit("root-through-link", link="scratch/workspaces-link")
+    clean.by("w1", "started", listing=["task-old"], givenRoot="scratch/workspaces-link")
+    assert judged("cleanup.boundary", clean.by("w1", "first-request", request=1, listing=[])) == []
+    plain = Told().by("w1", "started", listing=["task-old"], givenRoot="scratch/workspaces")
+    assert judged("cleanup.boundary", plain.by("w1", "first-request", request=1, listing=["task-old"])) == []
+    # No first request at all: nothing was seen to judge.
+    unseen = Told().kit("root-through-link", link="scratch/workspaces-link")
+    unseen.by("w1", "started", listing=["task-old"], givenRoot="scratch/workspaces-link")
+    assert judged("cleanup.boundary", unseen) == []

@@ -112,6 +112,8 @@ RULES: tuple[Rule, ...] = (
     Rule("journal.settings", ("ADP-1", "JNL-5", "JNL-6"), journal.settings),
     Rule("journal.answered_settings", ("ADP-3",), journal.answered_settings),
     Rule("cleanup.decoys", ("CLEAN-2",), cleanup.decoys),
+    Rule("cleanup.boundary", ("CLEAN-3",), cleanup.boundary),
+    Rule("cleanup.links", ("CLEAN-4",), cleanup.links),
     Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
     Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),
     Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),

@@ -186,6 +186,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKSPACE_CLEANUP_RECOVERY",
         frozenset({"CLEAN-1"}),
     ),
+    # The killed attempt's workspace, its lease still ACTIVE, stays at the first request of the restart.
+    "keeps-live-workspaces": (
+        "p1-cleanup-removes-the-workspace-of-an-active-lease",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-5"}),
+    ),
     # The final row is result_submitted, resting on a 409 that showed the task RUNNING: no exact match (SUB-5).
     "accepts-same-body-in-any-state": (
         "p1-409-same-body-running-is-a-hard-failure",

@@ -19,7 +19,7 @@ KNOWN_GAPS = frozenset(
     {
         "WRK-1", "WRK-2", "TASK-3", "SCOPE-1", "SCOPE-2", "SCOPE-5", "JNL-3", "JNL-7", "PHASE-1",
         "SUB-3", "SUB-6", "COMMIT-1", "COMMIT-6", "LEASE-1", "LEASE-2", "LEASE-6", "RESUME-2", "RESUME-3",
-        "RESUME-4", "RESUME-6", "CLEAN-5", "OUT-1", "FPT-3",
+        "RESUME-4", "RESUME-6", "OUT-1", "FPT-3",
     }
 )  # fmt: skip
 

@@ -4,7 +4,7 @@ workspace root changed (CLEAN-2); each rule over a history written by hand, abse
 from __future__ import annotations
 
 from resumekit.conformance.p1.views import decoy_changes
-from tests.p1_stories import Told, clauses, judged
+from tests.p1_stories import Told, clauses, judged, row
 
 
 def test_no_first_request_or_no_stale_workspace_is_nothing_to_judge() -> None:
@@ -96,3 +96,29 @@ def test_stale_workspaces_left_under_a_root_given_through_a_link_are_clean_3() -
     unseen = Told().kit("root-through-link", link="scratch/workspaces-link")
     unseen.by("w1", "started", listing=["task-old"], givenRoot="scratch/workspaces-link")
     assert judged("cleanup.boundary", unseen) == []
+
+
+def _restarted(active: list[dict[str, object]], left: list[str]) -> Told:
+    told = Told().read([row(1, "claimed"), row(2, "workspace_prepared", workspace="task-t-1-1-abc")])
+    told.by("w2", "started", listing=["task-t-1-1-abc", "task-other"], activeAtStart=active)
+    return told.by("w2", "first-request", request=1, listing=left)
+
+
+def test_the_workspace_of_an_active_lease_left_at_the_first_request_is_clean_5() -> None:
+    active = [{"task_id": "t-1", "attempt": 1}]
+    (found,) = judged("cleanup.active_workspaces", _restarted(active, ["task-t-1-1-abc", "task-other"]))
+    assert (found.clause, found.actual, found.event) == ("CLEAN-5", ["task-t-1-1-abc"], 2)
+    assert found.pointer == "/workers/w2/active-workspaces"
+    # Removed: nothing. Its lease no longer ACTIVE, or another attempt's: CLEAN-1 alone names what stayed.
+    assert judged("cleanup.active_workspaces", _restarted(active, ["task-other"])) == []
+    assert judged("cleanup.active_workspaces", _restarted([], ["task-t-1-1-abc"])) == []
+    other = [{"task_id": "t-1", "attempt": 2}]
+    assert judged("cleanup.active_workspaces", _restarted(other, ["task-t-1-1-abc"])) == []
+    # No journal rows naming it, no first request, or nothing at all: nothing to judge.
+    unnamed = Told().by("w2", "started", listing=["task-t-1-1-abc"], activeAtStart=active)
+    unnamed.by("w2", "first-request", request=1, listing=["task-t-1-1-abc"])
+    assert judged("cleanup.active_workspaces", unnamed) == []
+    unseen = Told().read([row(2, "workspace_prepared", workspace="task-t-1-1-abc")])
+    unseen.by("w2", "started", listing=["task-t-1-1-abc"], activeAtStart=active)
+    assert judged("cleanup.active_workspaces", unseen) == []
+    assert judged("cleanup.active_workspaces", Told()) == []

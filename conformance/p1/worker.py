@@ -178,11 +178,24 @@ class Worker:
         self.world.record(
             self.name, "started", pid=pid, failpoint=fields.get("failpoint"), diskFault=self.disk_fault,
             tool=self.tool, listing=listing, rowsAtStart=len(rows), givenRoot=str(self._given_root()),
+            activeAtStart=self._active_leases(),  # CLEAN-5: the attempts whose lease is ACTIVE as it starts
             # RESUME-1: the attempts its journal held open, each by its last row
             openAtStart=[dict(row) for row in open_attempts(rows)],
         )
         if self.primary:
             self.world.kill_current = self._kill_now
+
+    def _active_leases(self) -> list[dict[str, Any]]:
+        """Each attempt whose lease is ACTIVE by CP time now, as ``{task_id, attempt}``: the control plane's
+        records, read before the process starts."""
+        now = self.control.now_ms()
+        branches = sorted({(task["repository"], task["target_branch"]) for task in self.world.tasks.values()})
+        return [
+            {"task_id": lease.get("task_id"), "attempt": lease.get("attempt")}
+            for repository, branch in branches
+            for lease in self.control.leases(repository, branch)
+            if lease.get("state") == "ACTIVE" and int(lease.get("expires_at_ms") or 0) > now
+        ]
 
     def _given_root(self) -> Path:
         """The workspace root as this worker is told it: through the kit's link to it where a scenario said so

@@ -85,3 +85,31 @@ def boundary(history: Story, scenario: Scenario) -> list[Mismatch]:
 def _named(changed: dict[str, str]) -> str:
     shown = ", ".join(f"{path!r} ({what})" for path, what in list(changed.items())[:_SHOWN])
     return shown + (f" and {len(changed) - _SHOWN} more" if len(changed) > _SHOWN else "")
+
+
+def active_workspaces(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """CLEAN-5: a workspace whose attempt still held an ACTIVE lease when the process started is removed like
+    any other: by the first request it is gone. The journal's ``workspace_prepared`` rows tell whose it is."""
+    owner = {
+        row.get("workspace"): (row.get("task_id"), row.get("attempt"))
+        for row in history.rows
+        if row.get("phase") == "workspace_prepared" and row.get("workspace")
+    }
+    started = {event.actor: event for event in history.of(None, "started")}
+    swapped = {event.get("name") for event in history.of("kit", "swapped-for-link")}
+    found = []
+    for event in history.of(None, "first-request"):
+        start = started.get(event.actor)
+        if start is None:
+            continue
+        active = {(lease.get("task_id"), lease.get("attempt")) for lease in start.get("activeAtStart", ())}
+        now = set(event.get("listing", ()))
+        left = sorted(
+            name for name in start.get("listing", ())
+            if name in now and name not in swapped and owner.get(name) in active
+        )
+        if left:
+            note = "workspaces of attempts whose lease was ACTIVE at the start were still there at the first request"
+            pointer = f"/workers/{event.actor}/active-workspaces"
+            found.append(Mismatch(pointer, [], left, "CLEAN-5", note, event=event.seq))
+    return found

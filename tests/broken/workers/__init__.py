@@ -18,6 +18,7 @@ from tests.broken.workers.cleanup import (
     ComparesWithTheGivenRoot,
     FollowsLinksInCleanup,
     GivesUpHoldingItsLease,
+    KeepsLiveWorkspaces,
     NamesWorkspacesFreely,
     NoRecoveryCap,
     RemovesOnlyDirectories,
@@ -201,6 +202,10 @@ ATTACK_BUGS.update(
         "removes-only-directories": (
             RemovesOnlyDirectories,
             "cleanup leaves a task- entry that is a regular file or a FIFO (CLEAN-1)",
+        ),
+        "keeps-live-workspaces": (
+            KeepsLiveWorkspaces,
+            "cleanup keeps the workspace of an attempt still open (its lease ACTIVE), resuming in a new one (CLEAN-5)",
         ),
     }
 )

@@ -178,6 +178,14 @@ class ResumesInOldWorkspace(_Tracked):
             super()._replay(attempt)
 
 
+class KeepsLiveWorkspaces(ResumesInOldWorkspace):
+    """Startup cleanup keeps the workspace of an attempt its journal holds open, whose lease may still be
+    ACTIVE, though it resumes that attempt in a new workspace (CLEAN-5)."""
+
+    def _replay(self, attempt: reference.Attempt) -> None:
+        super(ResumesInOldWorkspace, self)._replay(attempt)
+
+
 class ClaimsBeforeResuming(_Tracked):
     """At startup claims once before resuming the open attempts of its journal (RESUME-1); a task that claim
     serves is run once they are done, so every row and side effect stays the reference's."""

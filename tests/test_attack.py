@@ -186,6 +186,12 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
         "WORKSPACE_CLEANUP_RECOVERY",
         frozenset({"CLEAN-1"}),
     ),
+    # The task- directory nested in not-a-workspace is gone by the first request.
+    "removes-task-names-anywhere": (
+        "p1-cleanup-leaves-a-task-directory-nested-in-another-entry",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-2"}),
+    ),
     # The killed attempt's workspace, its lease still ACTIVE, stays at the first request of the restart.
     "keeps-live-workspaces": (
         "p1-cleanup-removes-the-workspace-of-an-active-lease",

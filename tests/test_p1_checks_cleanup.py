@@ -122,3 +122,23 @@ def test_the_workspace_of_an_active_lease_left_at_the_first_request_is_clean_5()
     unseen.by("w2", "started", listing=["task-t-1-1-abc"], activeAtStart=active)
     assert judged("cleanup.active_workspaces", unseen) == []
     assert judged("cleanup.active_workspaces", Told()) == []
+
+
+def test_an_entry_without_the_prefix_changed_by_the_first_request_is_clean_2() -> None:
+    kept = {"keep": "dir", "keep/task-nested": "dir", "keep/task-nested/kept.txt": "file:1"}
+    told = Told().by("w1", "started", listing=["keep"], kept=kept)
+    told.by("w1", "first-request", request=1, listing=["keep"], kept={"keep": "dir"})
+    (found,) = judged("cleanup.kept", told)
+    assert (found.clause, found.pointer, found.event) == ("CLEAN-2", "/workers/w1/kept", 1)
+    assert found.actual == {"keep/task-nested": "removed", "keep/task-nested/kept.txt": "removed"}
+    same = Told().by("w1", "started", listing=["keep"], kept=kept)
+    assert judged("cleanup.kept", same.by("w1", "first-request", request=1, listing=["keep"], kept=kept)) == []
+    # Nothing planted, no first request, or nothing at all: nothing to judge.
+    bare = Told().by("w1", "started", listing=[], kept={})
+    assert judged("cleanup.kept", bare.by("w1", "first-request", request=1, listing=[], kept={})) == []
+    assert judged("cleanup.kept", Told().by("w1", "started", listing=["keep"], kept=kept)) == []
+    assert judged("cleanup.kept", Told()) == []
+    # The planted entry gone whole, or swapped for a link, is a change too.
+    gone = Told().by("w1", "started", listing=["keep"], kept=kept)
+    gone.by("w1", "first-request", request=1, listing=[], kept={"keep": "absent"})
+    assert clauses(judged("cleanup.kept", gone)) == ["CLEAN-2"]

@@ -28,7 +28,7 @@ from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.model import open_attempts
 from resumekit.conformance.p1.views import served_requests
-from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World, given_root
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World, given_root, kept_entries
 from resumekit.conformance.powerloss import LayerError, PowerLayer
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for, start_failed
@@ -139,6 +139,7 @@ class Worker:
         self.name = f"{self.label}{self.count}"
         self.world.homes[self.name] = (self.workspace_root, self.state_dir)
         listing = self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
+        kept = kept_entries(self.world, self.workspace_root)
         rows = self.read_journal()
         self.world.record_rows(rows, second=not self.primary, why="start", worker=self.name)
         self.marker = self.world.root / f"exit-{self.name}.marker"
@@ -179,6 +180,7 @@ class Worker:
             self.name, "started", pid=pid, failpoint=fields.get("failpoint"), diskFault=self.disk_fault,
             tool=self.tool, listing=listing, rowsAtStart=len(rows), givenRoot=str(self._given_root()),
             activeAtStart=self._active_leases(),  # CLEAN-5: the attempts whose lease is ACTIVE as it starts
+            kept=kept,  # CLEAN-2: the kit's entries without the task- prefix, which cleanup never touches
             # RESUME-1: the attempts its journal held open, each by its last row
             openAtStart=[dict(row) for row in open_attempts(rows)],
         )

@@ -82,6 +82,7 @@ class World:
     kills: int = 0  # soak rounds that killed the worker
     swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
     root_link: Path | None = None  # a link to the workspace root, given to the workers in its place (CLEAN-3)
+    kept: set[str] = field(default_factory=set)  # entries the kit planted without the task- prefix (CLEAN-2)
     blocked_at: list[str] = field(default_factory=list)  # every failpoint a worker blocked at, in order
     until_unreached: bool = False  # a campaign run: a worker idle before its armed point ends the loop
     budget: float = SCENARIO_BUDGET  # seconds of real time the run may take (a soak's own budget)
@@ -385,6 +386,12 @@ def plant(world: World, spec: Mapping[str, Any]) -> None:
     if spec.get("fifo"):
         root.fifo(name)
         return
+    if spec.get("nested_task"):
+        # A task- name one level down is no candidate of its own (CLEAN-2): it stays with its parent.
+        with root.folder(name) as parent, parent.folder("task-nested") as nested:
+            nested.create("kept.txt", b"inside an entry that is no workspace\n")
+        world.kept.add(name)
+        return
     with root.folder(name) as target, target.folder("src") as src:
         # The files and the directory holding them lose their write bits when read only (a root user
         # deletes them anyway).
@@ -398,6 +405,22 @@ def plant(world: World, spec: Mapping[str, Any]) -> None:
             _planted_link(world, f"{name}/a", world.decoy)
         if read_only:
             src.chmod(0o555)
+
+
+def kept_entries(world: World, root: Path) -> dict[str, str]:
+    """Every path of the entries the kit planted under *root* without the ``task-`` prefix, as ``<name>/<path>``
+    (the entry itself as ``<name>``), read without following a link: what cleanup never touches (CLEAN-2)."""
+    if root != world.workspace_root:
+        return {}
+    entries = {}
+    for name in sorted(world.kept):
+        path = root / name
+        if not path.is_dir() or path.is_symlink():
+            entries[name] = "link" if path.is_symlink() else ("absent" if not path.exists() else "other")
+            continue
+        entries[name] = "dir"
+        entries.update({f"{name}/{inner}": what for inner, what in evidence.tree_entries(path).items()})
+    return entries
 
 
 def _planted_link(world: World, name: str, target: Path) -> None:

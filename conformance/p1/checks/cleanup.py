@@ -4,6 +4,7 @@ out there before the first step and after the last)."""
 
 from __future__ import annotations
 
+from resumekit.conformance.p1 import views
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
@@ -112,4 +113,19 @@ def active_workspaces(history: Story, scenario: Scenario) -> list[Mismatch]:
             note = "workspaces of attempts whose lease was ACTIVE at the start were still there at the first request"
             pointer = f"/workers/{event.actor}/active-workspaces"
             found.append(Mismatch(pointer, [], left, "CLEAN-5", note, event=event.seq))
+    return found
+
+
+def kept(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """CLEAN-2: an entry of the root without the ``task-`` prefix (a ``task-`` directory nested in it included,
+    which is no candidate of its own) is, at a worker's first request, as it was when the process started."""
+    started = {event.actor: dict(event.get("kept") or {}) for event in history.of(None, "started")}
+    found = []
+    for event in history.of(None, "first-request"):
+        before = started.get(event.actor, {})
+        changes = views.decoy_changes(before, dict(event.get("kept") or {})) if before else {}
+        if changes:
+            note = f"cleanup changed entries without the task- prefix: {_named(changes)}"
+            pointer = f"/workers/{event.actor}/kept"
+            found.append(Mismatch(pointer, "unchanged", changes, "CLEAN-2", note, event=event.seq))
     return found

@@ -115,6 +115,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cleanup.boundary", ("CLEAN-3",), cleanup.boundary),
     Rule("cleanup.links", ("CLEAN-4",), cleanup.links),
     Rule("cleanup.active_workspaces", ("CLEAN-5",), cleanup.active_workspaces),
+    Rule("cleanup.kept", ("CLEAN-2",), cleanup.kept),
     Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
     Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),
     Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),

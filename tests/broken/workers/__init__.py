@@ -22,6 +22,7 @@ from tests.broken.workers.cleanup import (
     NamesWorkspacesFreely,
     NoRecoveryCap,
     RemovesOnlyDirectories,
+    RemovesTaskNamesAnywhere,
     ResumesInOldWorkspace,
     TrustsTheCheckedType,
 )
@@ -202,6 +203,10 @@ ATTACK_BUGS.update(
         "removes-only-directories": (
             RemovesOnlyDirectories,
             "cleanup leaves a task- entry that is a regular file or a FIFO (CLEAN-1)",
+        ),
+        "removes-task-names-anywhere": (
+            RemovesTaskNamesAnywhere,
+            "cleanup also removes task- directories nested in entries without the prefix (CLEAN-2)",
         ),
         "keeps-live-workspaces": (
             KeepsLiveWorkspaces,

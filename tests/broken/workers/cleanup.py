@@ -129,6 +129,25 @@ class RemovesOnlyDirectories(_Tracked):
             super()._startup()
 
 
+def _remove_task_names_anywhere(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that also removes ``task-`` directories one level down, inside entries without the
+    prefix (CLEAN-2: a ``task-`` name deeper in the tree is not a candidate of its own)."""
+    for entry in os.scandir(root):
+        if not entry.name.startswith("task-") and entry.is_dir(follow_symlinks=False):
+            for inner in os.scandir(entry.path):
+                if inner.name.startswith("task-") and inner.is_dir(follow_symlinks=False):
+                    shutil.rmtree(inner.path)
+    return remove_stale_workspaces(root, **kwargs)
+
+
+class RemovesTaskNamesAnywhere(_Tracked):
+    """Cleanup removes ``task-`` directories nested in entries without the prefix (CLEAN-2)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_task_names_anywhere):
+            super()._startup()
+
+
 class NoRecoveryCap(_Tracked):
     """Resumes an attempt however often it was resumed without progress (RESUME-6, strict)."""
 

@@ -135,6 +135,12 @@ ATTACKS += [
            proof="armed"),
     Attack("takes-a-5xx-for-a-rejection", "p1-submit-5xx-twice-then-success", clauses=("SUB-4",)),
 ]
+# Traps in the entries without the task- prefix that the kit reads around cleanup (p1_workers/cleanup_bounds.py).
+NESTED = "p1-cleanup-leaves-a-task-directory-nested-in-another-entry"
+ATTACKS += [
+    Attack("kept-entry-loops-to-the-root", NESTED, clauses=("CLEAN-2",)),
+    Attack("kept-file-becomes-a-fifo", NESTED, clauses=("CLEAN-2",)),
+]
 
 
 def decoy_journal(context: Context) -> Path:

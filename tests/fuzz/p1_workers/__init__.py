@@ -16,6 +16,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.fuzz.p1_workers import (
     _base,
+    cleanup_bounds,
     doctor,
     files,
     forged,
@@ -92,6 +93,12 @@ ATTACKS.update(
     {
         "wait-reports-the-released-block": settled.ReportsTheReleasedBlockForEver,
         "released-block-with-a-hostile-name": settled.ReleasedBlockWithAHostileName,
+    }
+)
+ATTACKS.update(
+    {
+        "kept-entry-loops-to-the-root": cleanup_bounds.KeptEntryLoopsToTheRoot,
+        "kept-file-becomes-a-fifo": cleanup_bounds.KeptFileBecomesAFifo,
     }
 )
 

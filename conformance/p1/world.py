@@ -376,9 +376,9 @@ def plant(world: World, spec: Mapping[str, Any]) -> None:
     root = world.folder(world.workspace_root)
     name = spec["name"]
     if spec.get("link_to_decoy") or spec.get("link_to_sibling"):
-        target = world.decoy if spec.get("link_to_decoy") else _sibling(world.workspace_root)
-        root.link(name, target)
-        _planted_link(world, name, target)
+        to = world.decoy if spec.get("link_to_decoy") else _sibling(world.workspace_root)
+        root.link(name, to)
+        _planted_link(world, name, to)
         return
     if spec.get("file"):
         root.create(name, b"a stale file, no workspace\n")

@@ -169,6 +169,16 @@ class Folder:
                 handle.flush()
                 os.fsync(handle.fileno())
 
+    def fifo(self, name: str) -> None:
+        """A new FIFO *name*; Refused if anything is at the name already, or where the system has none."""
+        self._checked()
+        try:
+            if sys.platform == "win32":
+                raise OSError("Windows has no FIFOs in its file system")
+            os.mkfifo(name, dir_fd=self.fd)
+        except OSError as error:
+            raise Refused(f"cannot make the FIFO {str(self.path / name)!r}: {error}") from None
+
     def put(self, name: str, data: bytes, mode: int = 0o666, *, sync: bool = False) -> None:
         """A file of the kit's holding *data* at *name*, in place of whatever was there: written under a name
         nobody can guess, then renamed over the name, so that a link found there is replaced, never followed.

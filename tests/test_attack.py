@@ -161,17 +161,42 @@ STATIC: dict[str, tuple[str, str, frozenset[str]]] = {
     ),
     # The claimed row is gone by the first wait: only the snapshot taken as the submission arrived had it.
     "forgets-its-claim": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"JNL-4"})),
-    # Deleting through the link empties <root>-evil, the sibling decoy: the decoy check cites CLEAN-2.
+    # Deleting through the link empties <root>-evil, the sibling decoy: the boundary check cites CLEAN-3 (and
+    # the decoy check CLEAN-2, the link check CLEAN-4).
     "checks-boundary-by-prefix": (
         "p1-cleanup-never-enters-a-sibling-named-like-the-root",
         "WORKSPACE_CLEANUP_RECOVERY",
-        frozenset({"CLEAN-2", "CLEAN-3"}),
+        frozenset({"CLEAN-3"}),
     ),
-    # The walk through the swapped-in link empties the decoy: the decoy check cites CLEAN-2.
+    # The walk through the swapped-in link empties the decoy: the link check cites CLEAN-4.
     "trusts-the-checked-type": (
         "p1-cleanup-directory-swapped-for-a-link-is-not-followed",
         "WORKSPACE_CLEANUP_RECOVERY",
-        frozenset({"CLEAN-2", "CLEAN-4"}),
+        frozenset({"CLEAN-4"}),
+    ),
+    # Told the root through a link, it finds no candidate inside the root as given: the stale entries stay.
+    "compares-with-the-given-root": (
+        "p1-cleanup-through-a-root-given-as-a-link",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-3"}),
+    ),
+    # The task- file and FIFO stay under the root at the first request.
+    "removes-only-directories": (
+        "p1-cleanup-removes-task-files-and-fifos",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-1"}),
+    ),
+    # The task- directory nested in not-a-workspace is gone by the first request.
+    "removes-task-names-anywhere": (
+        "p1-cleanup-leaves-a-task-directory-nested-in-another-entry",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-2"}),
+    ),
+    # The killed attempt's workspace, its lease still ACTIVE, stays at the first request of the restart.
+    "keeps-live-workspaces": (
+        "p1-cleanup-removes-the-workspace-of-an-active-lease",
+        "WORKSPACE_CLEANUP_RECOVERY",
+        frozenset({"CLEAN-5"}),
     ),
     # The final row is result_submitted, resting on a 409 that showed the task RUNNING: no exact match (SUB-5).
     "accepts-same-body-in-any-state": (

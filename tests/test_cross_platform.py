@@ -6,6 +6,7 @@ refused link); tests/test_platform_choices.py tests the choices made for one sys
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -245,9 +246,20 @@ def test_the_scenarios_that_plant_links_are_known_from_their_steps() -> None:
         "p1-cleanup-never-enters-a-sibling-named-like-the-root",
         "p1-cleanup-never-follows-a-task-link",
         "p1-cleanup-removes-the-workspace-of-an-active-lease",
+        "p1-cleanup-through-a-root-given-as-a-link",
     ]
     links.refused.cache_clear()
     assert links.refused() is None  # this machine makes them
+
+
+def test_a_scenario_that_plants_a_fifo_is_not_run_where_the_system_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = [c for c in load_suite().cases if isinstance(c, ScenarioCase)]
+    if hasattr(os, "mkfifo"):
+        assert [c.id for c in cases if links.fifo_refused(c.steps)] == []
+        monkeypatch.delattr(os, "mkfifo")
+    refused = {c.id: links.fifo_refused(c.steps) for c in cases if links.fifo_refused(c.steps)}
+    assert list(refused) == ["p1-cleanup-removes-task-files-and-fifos"]
+    assert "no FIFOs" in str(refused["p1-cleanup-removes-task-files-and-fifos"])
 
 
 @needs_git

@@ -44,11 +44,23 @@ def test_stale_workspaces_go_and_everything_else_stays(tmp_path: Path, decoy: Pa
     (root / "task-b").mkdir()
     (root / "other").mkdir()
     (root / "task-file").write_text("not a workspace", encoding="utf-8")
+    (root / "other" / "task-nested").mkdir()  # a task- name deeper down is no candidate (CLEAN-2)
     before = _digest(decoy)
     removed = list(remove_stale_workspaces(root))
-    assert removed == ["task-a", "task-b"]
-    assert sorted(p.name for p in root.iterdir()) == ["other", "task-file"]
+    # CLEAN-1 names every task- entry, a regular file included.
+    assert removed == ["task-a", "task-b", "task-file"]
+    assert sorted(p.name for p in root.iterdir()) == ["other"]
+    assert (root / "other" / "task-nested").is_dir()
     assert _digest(decoy) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="this system has no FIFOs")
+def test_a_task_fifo_is_removed_without_being_opened(tmp_path: Path) -> None:
+    root = tmp_path / "workspaces"
+    root.mkdir()
+    os.mkfifo(root / "task-fifo")  # opening it for reading would block: the removal never opens it
+    assert list(remove_stale_workspaces(root)) == ["task-fifo"]
+    assert not os.path.lexists(root / "task-fifo")
 
 
 def test_a_kept_workspace_is_left_alone(tmp_path: Path) -> None:

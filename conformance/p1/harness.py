@@ -46,7 +46,7 @@ def scenario_runner(
     """
 
     def run(case: ScenarioCase) -> CaseResult:
-        refused = links.refused() if links.needs_links(case.steps) else None
+        refused = links.refused() if links.needs_links(case.steps) else links.fifo_refused(case.steps)
         if refused is not None:
             return result_for(case, Outcome.NOT_RUN, message=refused)
         if power is not None and _kills(case):

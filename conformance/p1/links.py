@@ -18,9 +18,17 @@ from typing import Any
 from resumekit.conformance import _files
 
 # The steps (scenario.py's verbs) that make a link, and the members of a ``plant`` that do.
-LINK_VERBS = frozenset({"link_workspaces_to_decoy", "swap_for_link"})
+LINK_VERBS = frozenset({"link_workspaces_to_decoy", "swap_for_link", "root_through_link"})
 LINK_PLANTS = frozenset({"link_to_decoy", "link_to_sibling", "link_inside_to_decoy", "nested_links"})
 REMEDY = "on Windows, turn on Developer Mode or run the kit from an elevated shell"
+
+
+def fifo_refused(steps: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why a scenario whose *steps* plant a FIFO cannot run here (Windows has none), or None."""
+    plants = [step.get("plant") for step in steps]
+    if any(isinstance(plant, Mapping) and plant.get("fifo") for plant in plants) and not hasattr(os, "mkfifo"):
+        return "this system has no FIFOs, which the scenario plants"
+    return None
 
 
 def needs_links(steps: Iterable[Mapping[str, Any]]) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from resumekit.conformance.p1 import evidence
 from resumekit.conformance.p1.watch import RootWatch
-from resumekit.conformance.p1.world import World
+from resumekit.conformance.p1.world import World, kept_entries
 from resumekit.conformance.powerloss import LayerError
 
 
@@ -55,7 +55,8 @@ class Observer:
                 self.world.watch = RootWatch(self.world.workspace_root, self.world.start_listing.get(worker, []))
         self._journal(worker, request, "first_request")  # what the journal held as the worker first spoke
         listing = evidence.listing(self.world.home(worker)[0])
-        self.world.record(worker, "first-request", request=request, listing=listing)
+        kept = kept_entries(self.world, self.world.home(worker)[0])
+        self.world.record(worker, "first-request", request=request, listing=listing, kept=kept)
         return []
 
     def on_submission(

@@ -70,6 +70,7 @@ STEPS: Mapping[str, verbs.Handler] = MappingProxyType({
     "tamper_workspace": verbs.tamper_workspace,
     "link_workspaces_to_decoy": verbs.link_workspaces_to_decoy,
     "swap_for_link": verbs.swap_for_link,
+    "root_through_link": verbs.root_through_link,
     "watch_root": verbs.watch_root,
 })
 # A second_worker step takes one of these with the second worker: the schema allows it no other verb, and

@@ -173,6 +173,11 @@ def link_workspaces_to_decoy(drive: Drive, worker: Worker, argument: Mapping[str
     world.link_workspaces(drive.world)
 
 
+def root_through_link(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
+    """Tell the workers started from now on the workspace root through a link to it."""
+    world.root_through_link(drive.world)
+
+
 def swap_for_link(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> None:
     """Swap a directory the worker checked for a link to the decoy."""
     world.swap_for_link(drive.world, argument["name"])

@@ -28,7 +28,7 @@ from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.model import open_attempts
 from resumekit.conformance.p1.views import served_requests
-from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World
+from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World, given_root, kept_entries
 from resumekit.conformance.powerloss import LayerError, PowerLayer
 from resumekit.conformance.results import CaseResult, Mismatch, Outcome
 from resumekit.conformance.runner import errored, result_for, start_failed
@@ -139,6 +139,7 @@ class Worker:
         self.name = f"{self.label}{self.count}"
         self.world.homes[self.name] = (self.workspace_root, self.state_dir)
         listing = self.world.start_listing[self.name] = evidence.listing(self.workspace_root)
+        kept = kept_entries(self.world, self.workspace_root)
         rows = self.read_journal()
         self.world.record_rows(rows, second=not self.primary, why="start", worker=self.name)
         self.marker = self.world.root / f"exit-{self.name}.marker"
@@ -147,7 +148,7 @@ class Worker:
         fields: dict[str, Any] = {
             "config": {
                 "controlPlaneUrl": self.control.base_url(self.name),
-                "workspaceRoot": str(self.workspace_root),
+                "workspaceRoot": str(self._given_root()),
                 "stateDir": str(self.state_dir),
             },
             "marker": str(self.marker),
@@ -177,12 +178,33 @@ class Worker:
         self._adopt(pid, "p1.worker.start")
         self.world.record(
             self.name, "started", pid=pid, failpoint=fields.get("failpoint"), diskFault=self.disk_fault,
-            tool=self.tool, listing=listing, rowsAtStart=len(rows),
+            tool=self.tool, listing=listing, rowsAtStart=len(rows), givenRoot=str(self._given_root()),
+            activeAtStart=self._active_leases(),  # CLEAN-5: the attempts whose lease is ACTIVE as it starts
+            kept=kept,  # CLEAN-2: the kit's entries without the task- prefix, which cleanup never touches
             # RESUME-1: the attempts its journal held open, each by its last row
             openAtStart=[dict(row) for row in open_attempts(rows)],
         )
         if self.primary:
             self.world.kill_current = self._kill_now
+
+    def _active_leases(self) -> list[dict[str, Any]]:
+        """Each attempt whose lease is ACTIVE by CP time now, as ``{task_id, attempt}``: the control plane's
+        records, read before the process starts."""
+        now = self.control.now_ms()
+        branches = sorted({(task["repository"], task["target_branch"]) for task in self.world.tasks.values()})
+        return [
+            {"task_id": lease.get("task_id"), "attempt": lease.get("attempt")}
+            for repository, branch in branches
+            for lease in self.control.leases(repository, branch)
+            if lease.get("state") == "ACTIVE" and int(lease.get("expires_at_ms") or 0) > now
+        ]
+
+    def _given_root(self) -> Path:
+        """The workspace root as this worker is told it: through the kit's link to it where a scenario said so
+        (CLEAN-3); a second worker's own root always as it is."""
+        if self.workspace_root == self.world.workspace_root:
+            return given_root(self.world)
+        return self.workspace_root
 
     def _tool_argv(self, seconds: float) -> list[str]:
         """The kit's tool (p1.tools): this interpreter, so it runs wherever the kit runs. Its announce URL

@@ -81,6 +81,8 @@ class World:
     exports: int = 0
     kills: int = 0  # soak rounds that killed the worker
     swapped: set[str] = field(default_factory=set)  # entries the kit swapped for a link (CLEAN-4 lets them stay)
+    root_link: Path | None = None  # a link to the workspace root, given to the workers in its place (CLEAN-3)
+    kept: set[str] = field(default_factory=set)  # entries the kit planted without the task- prefix (CLEAN-2)
     blocked_at: list[str] = field(default_factory=list)  # every failpoint a worker blocked at, in order
     until_unreached: bool = False  # a campaign run: a worker idle before its armed point ends the loop
     budget: float = SCENARIO_BUDGET  # seconds of real time the run may take (a soak's own budget)
@@ -373,11 +375,22 @@ def plant(world: World, spec: Mapping[str, Any]) -> None:
     """Put an entry in the workspace root as a worker that died would leave it, or a link out of the root."""
     root = world.folder(world.workspace_root)
     name = spec["name"]
-    if spec.get("link_to_decoy"):
-        root.link(name, world.decoy)
+    if spec.get("link_to_decoy") or spec.get("link_to_sibling"):
+        to = world.decoy if spec.get("link_to_decoy") else _sibling(world.workspace_root)
+        root.link(name, to)
+        _planted_link(world, name, to)
         return
-    if spec.get("link_to_sibling"):
-        root.link(name, _sibling(world.workspace_root))
+    if spec.get("file"):
+        root.create(name, b"a stale file, no workspace\n")
+        return
+    if spec.get("fifo"):
+        root.fifo(name)
+        return
+    if spec.get("nested_task"):
+        # A task- name one level down is no candidate of its own (CLEAN-2): it stays with its parent.
+        with root.folder(name) as parent, parent.folder("task-nested") as nested:
+            nested.create("kept.txt", b"inside an entry that is no workspace\n")
+        world.kept.add(name)
         return
     with root.folder(name) as target, target.folder("src") as src:
         # The files and the directory holding them lose their write bits when read only (a root user
@@ -386,10 +399,48 @@ def plant(world: World, spec: Mapping[str, Any]) -> None:
         src.put("left-over.txt", b"from a worker that died\n", 0o444 if read_only else 0o666)
         if spec.get("link_inside_to_decoy"):
             target.link("escape", world.decoy)
+            _planted_link(world, f"{name}/escape", world.decoy)
         if spec.get("nested_links"):
             _nested_links(world, target)
+            _planted_link(world, f"{name}/a", world.decoy)
         if read_only:
             src.chmod(0o555)
+
+
+def kept_entries(world: World, root: Path) -> dict[str, str]:
+    """Every path of the entries the kit planted under *root* without the ``task-`` prefix, as ``<name>/<path>``
+    (the entry itself as ``<name>``), read without following a link: what cleanup never touches (CLEAN-2)."""
+    if root != world.workspace_root:
+        return {}
+    entries = {}
+    for name in sorted(world.kept):
+        path = root / name
+        if not path.is_dir() or path.is_symlink():
+            entries[name] = "link" if path.is_symlink() else ("absent" if not path.exists() else "other")
+            continue
+        entries[name] = "dir"
+        entries.update({f"{name}/{inner}": what for inner, what in evidence.tree_entries(path).items()})
+    return entries
+
+
+def _planted_link(world: World, name: str, target: Path) -> None:
+    """Record that the entry *name* of the root is, or holds, a link the kit made to the decoy tree *target*:
+    CLEAN-4 holds that tree to be left untouched, CLEAN-3 the sibling ``<root>-evil`` in particular."""
+    world.record("kit", "planted-link", name=name, tree=target.name, sibling=target == _sibling(world.workspace_root))
+
+
+def given_root(world: World) -> Path:
+    """The path the workers are told is the workspace root: the root itself, or a link to it that the kit
+    made in its scratch (``root_through_link``), which a worker resolves once (CLEAN-3)."""
+    return world.root_link if world.root_link is not None else world.workspace_root
+
+
+def root_through_link(world: World) -> None:
+    """From now on, tell each worker the workspace root through a symbolic link to it (CLEAN-3)."""
+    name = world.workspace_root.name + "-link"
+    world.folder(world.root).link(name, world.workspace_root)
+    world.root_link = world.root / name
+    world.record("kit", "root-through-link", link=str(world.root_link))
 
 
 def _sibling(workspace_root: Path) -> Path:
@@ -433,8 +484,10 @@ def _workspaces(world: World) -> Iterator[_files.Folder]:
 def link_workspaces(world: World) -> None:
     """Put a link to the decoy inside every workspace a killed worker left (CLEAN-4, CLEAN-5)."""
     for workspace in _workspaces(world):
+        name = f"escape-{new_token()[:8]}"
         with contextlib.suppress(_files.Refused):
-            workspace.link(f"escape-{new_token()[:8]}", world.decoy)
+            workspace.link(name, world.decoy)
+            _planted_link(world, f"{workspace.path.name}/{name}", world.decoy)
 
 
 def swap_for_link(world: World, name: str) -> None:
@@ -443,7 +496,8 @@ def swap_for_link(world: World, name: str) -> None:
     root.move(name, world.kit_folder("moved-out"), name)
     root.link(name, world.decoy)
     world.swapped.add(name)
-    world.record("kit", "swapped-for-link", name=name)  # CLEAN-4 lets it stay: CLEAN-1 does not count it
+    world.record("kit", "swapped-for-link", name=name)
+    _planted_link(world, name, world.decoy)  # CLEAN-4 lets it stay: CLEAN-1 does not count it
 
 
 def tamper(world: World) -> None:

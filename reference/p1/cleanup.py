@@ -112,14 +112,15 @@ def _clear_read_only(path: Path) -> None:
 
 
 def _remove_candidate(root: Path, path: Path) -> bool:
-    """Remove one checked candidate; True if it was a workspace entry (link or directory) and is gone."""
+    """Remove one checked candidate (a link, a directory, or any other entry such as a file or a FIFO, which
+    is unlinked and never opened: CLEAN-1 names every ``task-`` entry); True once it is gone."""
     status = os.lstat(path)
     if is_link(path, status):
         _unlink_link(path)
     elif stat.S_ISDIR(status.st_mode):
         remove_tree(root, path)
     else:
-        return False  # a plain file named task-*: not a workspace, not ours to judge
+        _remove_file(path)
     return True
 
 
@@ -145,8 +146,6 @@ def remove_stale_workspaces(
         try:
             status = os.lstat(path)
         except FileNotFoundError:
-            continue
-        if not is_link(path, status) and not stat.S_ISDIR(status.st_mode):
             continue
         if not is_link(path, status) and not _inside(root, path):
             continue  # CLEAN-3: a candidate that fails the check is left alone

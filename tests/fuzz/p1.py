@@ -142,6 +142,12 @@ ATTACKS += [
     Attack("leases-read-answered-400", COMMIT, clauses=("COMMIT-6",)),
     Attack("receipt-again-when-submitted", COMMIT, clauses=("RESUME-2",)),
 ]
+# Traps in the entries without the task- prefix that the kit reads around cleanup (p1_workers/cleanup_bounds.py).
+NESTED = "p1-cleanup-leaves-a-task-directory-nested-in-another-entry"
+ATTACKS += [
+    Attack("kept-entry-loops-to-the-root", NESTED, clauses=("CLEAN-2",)),
+    Attack("kept-file-becomes-a-fifo", NESTED, clauses=("CLEAN-2",)),
+]
 
 
 def decoy_journal(context: Context) -> Path:

@@ -15,10 +15,14 @@ from resumekit.reference.p1 import worker as reference
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
+    ComparesWithTheGivenRoot,
     FollowsLinksInCleanup,
     GivesUpHoldingItsLease,
+    KeepsLiveWorkspaces,
     NamesWorkspacesFreely,
     NoRecoveryCap,
+    RemovesOnlyDirectories,
+    RemovesTaskNamesAnywhere,
     ResumesInOldWorkspace,
     TrustsTheCheckedType,
 )
@@ -192,6 +196,29 @@ CAMPAIGN_BUGS: dict[str, tuple[type[reference.Worker], str]] = {
         "claims p1.failpoint-any but never blocks at a failpoint armed as '*', so no matrix crash happens (FPT-5)",
     ),
 }
+
+
+# Bugs of startup cleanup that one golden scenario catches each (tests/test_attack.py's STATIC).
+ATTACK_BUGS.update(
+    {
+        "compares-with-the-given-root": (
+            ComparesWithTheGivenRoot,
+            "cleanup compares each candidate's resolved parent with the root as given, never resolved (CLEAN-3)",
+        ),
+        "removes-only-directories": (
+            RemovesOnlyDirectories,
+            "cleanup leaves a task- entry that is a regular file or a FIFO (CLEAN-1)",
+        ),
+        "removes-task-names-anywhere": (
+            RemovesTaskNamesAnywhere,
+            "cleanup also removes task- directories nested in entries without the prefix (CLEAN-2)",
+        ),
+        "keeps-live-workspaces": (
+            KeepsLiveWorkspaces,
+            "cleanup keeps the workspace of an attempt still open (its lease ACTIVE), resuming in a new one (CLEAN-5)",
+        ),
+    }
+)
 
 
 # Bugs of the origin that one golden scenario catches each; tests/test_attack.py runs them with ATTACK_BUGS.

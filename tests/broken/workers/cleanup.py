@@ -93,6 +93,61 @@ class ChecksBoundaryByPrefix(_Tracked):
             super()._startup()
 
 
+def _remove_under_the_given_root(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that compares each candidate's resolved parent with the root as it was given, never
+    resolved (CLEAN-3): told the root through a link, it finds no candidate inside and leaves them all."""
+    inside = {
+        name for name in os.listdir(root)
+        if name.startswith("task-") and os.path.realpath(os.path.join(root, name, os.pardir)) == str(root)
+    }
+    return remove_stale_workspaces(root, keep=lambda name: name not in inside, **kwargs)
+
+
+class ComparesWithTheGivenRoot(_Tracked):
+    """Cleanup checks the boundary against the workspace root as given, not resolved once (CLEAN-3)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_under_the_given_root):
+            super()._startup()
+
+
+def _remove_directories_only(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that takes only links and directories for workspaces: a ``task-`` file or FIFO stays
+    (CLEAN-1 names every ``task-`` entry)."""
+    def keep(name: str) -> bool:
+        path = os.path.join(root, name)
+        return not os.path.islink(path) and not os.path.isdir(path)
+
+    return remove_stale_workspaces(root, keep=keep, **kwargs)
+
+
+class RemovesOnlyDirectories(_Tracked):
+    """Cleanup leaves a ``task-`` entry that is a regular file or a FIFO (CLEAN-1)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_directories_only):
+            super()._startup()
+
+
+def _remove_task_names_anywhere(root: Path, **kwargs: Any) -> Iterable[str]:
+    """Startup cleanup that also removes ``task-`` directories one level down, inside entries without the
+    prefix (CLEAN-2: a ``task-`` name deeper in the tree is not a candidate of its own)."""
+    for entry in os.scandir(root):
+        if not entry.name.startswith("task-") and entry.is_dir(follow_symlinks=False):
+            for inner in os.scandir(entry.path):
+                if inner.name.startswith("task-") and inner.is_dir(follow_symlinks=False):
+                    shutil.rmtree(inner.path)
+    return remove_stale_workspaces(root, **kwargs)
+
+
+class RemovesTaskNamesAnywhere(_Tracked):
+    """Cleanup removes ``task-`` directories nested in entries without the prefix (CLEAN-2)."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "remove_stale_workspaces", _remove_task_names_anywhere):
+            super()._startup()
+
+
 class NoRecoveryCap(_Tracked):
     """Resumes an attempt however often it was resumed without progress (RESUME-6, strict)."""
 
@@ -140,6 +195,14 @@ class ResumesInOldWorkspace(_Tracked):
             return
         with _patched(git, "prepare_workspace", lambda root, task: old):
             super()._replay(attempt)
+
+
+class KeepsLiveWorkspaces(ResumesInOldWorkspace):
+    """Startup cleanup keeps the workspace of an attempt its journal holds open, whose lease may still be
+    ACTIVE, though it resumes that attempt in a new workspace (CLEAN-5)."""
+
+    def _replay(self, attempt: reference.Attempt) -> None:
+        super(ResumesInOldWorkspace, self)._replay(attempt)
 
 
 class ClaimsBeforeResuming(_Tracked):

@@ -16,6 +16,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.fuzz.p1_workers import (
     _base,
+    cleanup_bounds,
     doctor,
     files,
     forged,
@@ -101,6 +102,12 @@ ATTACKS.update(
         "leases-read-of-another-branch": sideeffects.ReadsTheLeasesOfAnotherBranch,
         "leases-read-answered-400": sideeffects.ReadsTheLeasesWithATwiceNamedBranch,
         "receipt-again-when-submitted": sideeffects.SendsTheReceiptAgainWhenSubmitted,
+    }
+)
+ATTACKS.update(
+    {
+        "kept-entry-loops-to-the-root": cleanup_bounds.KeptEntryLoopsToTheRoot,
+        "kept-file-becomes-a-fifo": cleanup_bounds.KeptFileBecomesAFifo,
     }
 )
 

@@ -25,6 +25,7 @@ from tests.fuzz.p1_workers import (
     platforms,
     procs,
     readings,
+    resend,
     settled,
     text,
     traffic,
@@ -92,6 +93,13 @@ ATTACKS.update(
     {
         "wait-reports-the-released-block": settled.ReportsTheReleasedBlockForEver,
         "released-block-with-a-hostile-name": settled.ReleasedBlockWithAHostileName,
+    }
+)
+ATTACKS.update(
+    {
+        "renews-another-lease-before-a-resend": resend.RenewsAnotherLeaseBeforeAResend,
+        "skips-the-renewal-before-a-receipt-resend": resend.SkipsTheRenewalBeforeAReceiptResend,
+        "renews-through-an-encoded-path": resend.RenewsThroughAnEncodedPath,
     }
 )
 

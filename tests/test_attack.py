@@ -425,6 +425,12 @@ STATIC.update(
         ),
     }
 )
+# Renewed before the first send only, its two resends after the 502 and the 503 follow no renewal (SUB-4).
+STATIC["renews-only-before-the-first-send"] = (
+    "p1-submit-5xx-twice-then-success",
+    "RESULT_SUBMISSION_REPLAY_SAFE",
+    frozenset({"SUB-4"}),
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )

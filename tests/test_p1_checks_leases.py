@@ -185,3 +185,101 @@ def test_lease_not_converged_after_a_commit_or_an_abandoned_capture_is_no_lease_
     before_any_result = [*start, row(4, "reconciliation_required", reason="lease_not_converged")]  # not this rule's
     for journal in (after_commit, reused_commit, abandoned, other_reason, before_any_result, []):
         assert judged("leases.capture_losses", _ended(*journal)) == [], journal
+
+
+# -- LEASE-3 (b), SUB-4: a renewal answered ACTIVE before every governed send, each resend included ------------------
+
+
+def _granted(told: Told, attempt: int = 1) -> Told:
+    lease = {"lease_id": f"lease-{attempt}", "task_id": "t-1", "attempt": attempt, "state": "ACTIVE"}
+    return told.logged("lease", event="granted", request=attempt * 100, lease=lease)
+
+
+def _renew(told: Told, request: int, worker: str = "w1", status: int = 200, answer: str = "answer",
+           lease: str = "lease-1", effect: bool | None = None, path: str = "") -> Told:
+    """A renewal request, after the control plane's own entry of the lease it renewed (*effect*: by default, when
+    it answered 200), as the control plane logs them."""
+    if status == 200 if effect is None else effect:
+        attempt = int(lease.rsplit("-", 1)[1])
+        view = {"lease_id": lease, "task_id": "t-1", "attempt": attempt, "state": "ACTIVE"}
+        told.logged("lease", event="renewed", request=request, lease=view)
+    return told.logged("request", worker=worker, endpoint="renew", path=path or f"v1/leases/{lease}/renew",
+                       status=status, request=request, answer=answer)
+
+
+def _send(told: Told, request: int, check: str = "submission", worker: str | None = "w1", status: int = 201) -> Told:
+    """One governed send of attempt 1 of t-1: its moment, then its request's entry (a push's is the hook's)."""
+    if check == "push":
+        told.logged("moment", check="push", request=request, task_id="t-1", attempt=1, ref="refs/heads/main",
+                    old="a" * 40, new="c" * 40)
+        return told.logged("request", worker=None, endpoint="origin_check", status=200, request=request,
+                           answer="answer")
+    told.logged("moment", check=check, request=request, worker=worker, task_id="t-1", attempt=1, key="k",
+                result_hash="h")
+    endpoint = "result" if check == "submission" else "receipt"
+    return told.logged("request", worker=worker, endpoint=endpoint, status=status, request=request, answer="answer")
+
+
+def test_a_send_with_no_renewal_in_the_history_at_all_is_lease_3() -> None:
+    # Absent evidence does not pass: a submission no renewal precedes, of a lease the log never granted either.
+    (found,) = judged("leases.renewed_sends", _send(Told(), 1))
+    assert (found.clause, found.pointer) == ("LEASE-3", "/control-plane/t-1/1/submission/0/renewal")
+    assert found.actual == {"request": 1, "worker": "w1", "renewals": []}
+    (ungranted,) = judged("leases.renewed_sends", _send(_renew(Told(), 1, status=404), 2))
+    assert ungranted.clause == "LEASE-3" and "lease None" in (ungranted.note or "")
+
+
+def test_every_send_renewed_since_the_previous_one_passes() -> None:
+    told = _granted(Told())
+    _send(_renew(told, 1, worker="w1"), 2, "push")  # a push: any process's renewal, the origin names none
+    _send(_renew(told, 3), 4, "receipt", status=200)
+    _send(_renew(told, 5), 6, status=503)
+    _send(_renew(told, 7, answer="delay"), 8)  # the answer held back may have reached the worker
+    _send(_renew(told, 9, path="v1/leases/%6Cease%2D1/renew"), 10)  # the lease renewed, however the path spells it
+    assert judged("leases.renewed_sends", told) == []
+    assert judged("leases.renewed_sends", Told()) == []
+
+
+def test_a_resend_of_a_submission_with_no_renewal_since_the_first_send_is_sub_4() -> None:
+    told = _send(_renew(_granted(Told()), 1), 2, status=502)
+    (found,) = judged("leases.renewed_sends", _send(told, 3))
+    assert (found.clause, found.pointer) == ("SUB-4", "/control-plane/t-1/1/submission/1/renewal")
+    assert found.event == len(told.events) - 2  # seen at the resend's moment
+    assert "send 2 of the result submission of attempt 1 of 't-1' (request 3, by 'w1')" in (found.note or "")
+    assert "lease 'lease-1'" in (found.note or "") and "previous governed send (its result submission, request 2)" \
+        in (found.note or "")
+
+
+@pytest.mark.parametrize(
+    ("status", "answer", "worker", "lease", "effect"),
+    [(503, "answer", "w1", "lease-1", True), (503, "answer", "w1", "lease-1", False),
+     (200, "drop", "w1", "lease-1", True), (200, "answer", "w2", "lease-1", True),
+     (200, "answer", "w1", "lease-2", True), (409, "answer", "w1", "lease-1", False)],
+)
+def test_a_renewal_unanswered_failed_of_another_process_or_of_another_lease_does_not_count(
+    status: int, answer: str, worker: str, lease: str, effect: bool
+) -> None:
+    told = _granted(_granted(Told()), 2)
+    _renew(told, 1)
+    _send(told, 2, status=500)
+    _renew(told, 3, worker=worker, status=status, answer=answer, lease=lease, effect=effect)
+    (found,) = judged("leases.renewed_sends", _send(told, 4))
+    assert found.clause == "SUB-4"
+    renewed = worker == "w2"  # renewed, but for another process than the one that sends
+    renewal = {"request": 3, "worker": worker, "status": status, "answer": answer, "renewed": renewed}
+    assert found.actual == {"request": 4, "worker": "w1", "renewals": [] if lease == "lease-2" else [renewal]}
+
+
+def test_a_renewal_before_the_push_does_not_cover_the_receipt_after_it() -> None:
+    told = _send(_renew(_granted(Told()), 1, worker="w2"), 2, "push")
+    (found,) = judged("leases.renewed_sends", _send(told, 3, "receipt", status=200))
+    assert (found.clause, found.pointer) == ("LEASE-3", "/control-plane/t-1/1/receipt/0/renewal")
+    assert "previous governed send (its push, request 2)" in (found.note or "")
+
+
+def test_a_push_with_no_renewal_is_lease_3_once_however_many_branches_it_updates() -> None:
+    told = _granted(Told())
+    told.logged("moment", check="push", request=1, task_id="t-1", attempt=1, ref="refs/heads/main", old="a", new="c")
+    (found,) = judged("leases.renewed_sends", _send(told, 1, "push"))
+    assert (found.clause, found.pointer) == ("LEASE-3", "/control-plane/t-1/1/push/0/renewal")
+    assert "(request 1)" in (found.note or "") and "to that process" not in (found.note or "")

@@ -148,6 +148,15 @@ ATTACKS += [
     Attack("kept-entry-loops-to-the-root", NESTED, clauses=("CLEAN-2",)),
     Attack("kept-file-becomes-a-fifo", NESTED, clauses=("CLEAN-2",)),
 ]
+# The renewal before each governed send (tests/fuzz/p1_workers/resend.py): a resend after a renewal that renewed
+# another lease, a receipt resent with no renewal, and a renewal whose path encodes every byte of the lease id.
+ATTACKS += [
+    Attack("renews-another-lease-before-a-resend", "p1-submit-5xx-twice-then-success", clauses=("SUB-4",)),
+    Attack("skips-the-renewal-before-a-receipt-resend", "p1-receipt-resent-passes-no-failpoint",
+           clauses=("LEASE-3",)),
+    Attack("renews-through-an-encoded-path", "p1-submit-5xx-twice-then-success", expect="pass", argument="{probe}",
+           proof="encoded"),
+]
 
 
 def decoy_journal(context: Context) -> Path:

@@ -1,6 +1,7 @@
 """Leases (docs/spec/p1.md, section 10): renewed on CP time at the step boundaries after the kit moved the clock
-past a lease's renewal point (LEASE-3, LEASE-2), no governed side effect with a lost lease (LEASE-4), and every
-lease of a terminal attempt released by idle (LEASE-5).
+past a lease's renewal point (LEASE-3, LEASE-2) and before every governed send, each resend included (LEASE-3,
+SUB-4), no governed side effect with a lost lease (LEASE-4), and every lease of a terminal attempt released by
+idle (LEASE-5).
 
 The kit's clock moves only when the kit moves it, so a worker that decides from its own wall or monotonic
 clock that its lease is still young never renews in time. Which boundaries renew is settled in p1.md 0.4
@@ -9,20 +10,36 @@ clock that its lease is still young never renews in time. Which boundaries renew
 ``lease_not_converged`` once ``commit_done`` is durable, never after a source_capture task's result. The
 harness records the journal's length just before and just after each clock move of a step, so the rows written
 between two such moves are known; the control plane's log shows the lease as it stood at the move and every
-renewal after it.
+renewal after it. The log also orders each governed send after the renewals before it: a check of the lease's
+state when a request arrives cannot tell a resend that no renewal preceded, since the lease is still ACTIVE then.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
+from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import TERMINAL, Row, attempts
+from resumekit.conformance.p1.views import CONTROL_PLANE
 from resumekit.conformance.results import Mismatch
 
 RENEWING = ("workspace_prepared", "verification_passed", "source_capture_done", "commit_done", "result_pending")
+# The moments of the control plane's log that stand for one governed send each (p1.md 0.3), and their names.
+GOVERNED = {"push": "push", "receipt": "receipt report", "submission": "result submission"}
+# How an answer travelled when the worker may have read it; a dropped one it never got.
+_REACHED = ("answer", "delay")
+_SHOWN = 5  # the renewals a finding lists of those since the previous send, the latest
+_RULE = {
+    False: "a renewal answered ACTIVE immediately precedes every governed side effect, each resend included (LEASE-3)",
+    True: "a renewal answered ACTIVE precedes each resend of a submission after an unknown answer (SUB-4), as it "
+    "precedes every governed side effect (LEASE-3)",
+}
 
 
 def lost(history: Story, scenario: Scenario) -> list[Mismatch]:
@@ -86,6 +103,97 @@ def _after_loss(loss: Mapping[str, Any]) -> Mismatch:
     )
     where = f"/control-plane/{loss['task_id']}/{loss['attempt']}/{'revived' if revived else 'lost'}/{loss['journal']}"
     return _m("LEASE-4", where, [], list(loss["governed"]), note)
+
+
+def renewed_sends(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-3 (b), SUB-4: in the control plane's log, each governed send of an attempt (a push, a receipt report, a
+    result submission; a first send and every resend) follows a successful renewal of the attempt's lease (answered
+    200, so ACTIVE, and the answer not dropped) made since the attempt's previous governed send: by the process
+    that sends, for a report or a submission; by any, for a push, which reaches the origin without naming its
+    worker. A submission after an earlier one of its attempt is a resend (SUB-4); the rest are LEASE-3's."""
+    attempt_of: dict[str, tuple[Any, Any]] = {}  # lease_id -> (task_id, attempt)
+    renewed: dict[Any, tuple[Any, Any]] = {}  # request number -> the attempt whose lease it renewed
+    sends: dict[tuple[Any, Any], _Sends] = {}
+    found = []
+    for event in history.events:
+        if event.actor != CONTROL_PLANE:
+            continue
+        if event.kind == "lease" and isinstance(event.get("lease"), Mapping):
+            lease = event.get("lease")
+            which = (lease.get("task_id"), lease.get("attempt"))
+            attempt_of[str(lease.get("lease_id"))] = which
+            sends.setdefault(which, _Sends()).lease_id = str(lease.get("lease_id"))
+            if event.get("event") == "renewed":
+                renewed[event.get("request")] = which
+        elif event.kind == "request" and event.get("endpoint") == "renew":
+            # The lease the control plane renewed, however the path spelled it; else the one the path names.
+            of = renewed.pop(event.get("request"), None)
+            success = of is not None and event.get("status") == 200 and event.get("answer") in _REACHED
+            of = of or attempt_of.get(_renewed(event))
+            if of is not None:
+                sends[of].renewals.append({**_renewal(event), "renewed": success})
+        elif event.kind == "moment" and event.get("check") in GOVERNED:
+            attempt = sends.setdefault((event.get("task_id"), event.get("attempt")), _Sends())
+            if event.get("request") in attempt.requests:
+                continue  # one push that updates several branches is one send
+            if not any(_succeeded(renewal, event) for renewal in attempt.renewals):
+                found.append(_unrenewed_send(event, attempt))
+            attempt.sent(event)
+    return found
+
+
+@dataclass
+class _Sends:
+    """One attempt's governed sends so far, and the renewals of its lease since the latest."""
+
+    lease_id: str | None = None
+    renewals: list[dict[str, Any]] = field(default_factory=list)
+    previous: Event | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # check -> the sends of that kind so far
+    requests: set[Any] = field(default_factory=set)
+
+    def sent(self, send: Event) -> None:
+        self.renewals, self.previous = [], send
+        self.counts[send.get("check")] = self.counts.get(send.get("check"), 0) + 1
+        self.requests.add(send.get("request"))
+
+
+def _renewed(request: Event) -> str:
+    """The lease a renewal request's path names (``v1/leases/<lease_id>/renew``)."""
+    parts = str(request.get("path")).split("/")
+    return unquote(parts[2], errors="replace") if len(parts) == 4 else ""
+
+
+def _renewal(request: Event) -> dict[str, Any]:
+    return {name: request.get(name) for name in ("request", "worker", "status", "answer")}
+
+
+def _succeeded(renewal: Mapping[str, Any], send: Event) -> bool:
+    """Whether *renewal* renewed the lease and told the process that made *send* so (any process, for a push)."""
+    return bool(renewal["renewed"]) and (send.get("check") == "push" or renewal["worker"] == send.get("worker"))
+
+
+def _unrenewed_send(send: Event, attempt: _Sends) -> Mismatch:
+    check, task_id, number = send.get("check"), send.get("task_id"), attempt.counts.get(send.get("check"), 0)
+    resend = check == "submission" and number > 0
+    by = "" if check == "push" else f" by {send.get('worker')!r}"
+    after = "before it"
+    if attempt.previous is not None:
+        previous = attempt.previous
+        after = f"since the attempt's previous governed send (its {GOVERNED[previous.get('check')]}, request "
+        after += f"{previous.get('request')!r})"
+    note = (
+        f"send {number + 1!r} of the {GOVERNED[check]} of attempt {send.get('attempt')!r} of {task_id!r} (request "
+        f"{send.get('request')!r}{by and ','}{by}) followed no renewal of the attempt's lease {attempt.lease_id!r} "
+        f"answered ACTIVE{' to that process' if by else ''} {after}: {len(attempt.renewals)!r} renewal requests of "
+        f"it came in between; {_RULE[resend]}"
+    )
+    shown = attempt.renewals[-_SHOWN:]
+    actual = {"request": send.get("request"), "worker": send.get("worker"), "renewals": shown}
+    pointer = f"/control-plane/{task_id}/{send.get('attempt')}/{check}/{number}/renewal"
+    expected = f"a renewal of {attempt.lease_id!r} answered ACTIVE{by} {after}"
+    found = _m("SUB-4" if resend else "LEASE-3", pointer, expected, actual, note)
+    return dataclasses.replace(found, event=send.seq)
 
 
 def renewals(history: Story, scenario: Scenario) -> list[Mismatch]:

@@ -94,6 +94,7 @@ RULES: tuple[Rule, ...] = (
     Rule("submission.keys", ("KEY-1", "KEY-2"), submission.keys),
     Rule("leases.lost", ("LEASE-4",), leases.lost),
     Rule("leases.renewals", ("LEASE-3",), leases.renewals),
+    Rule("leases.renewed_sends", ("LEASE-3", "SUB-4"), leases.renewed_sends, moment=True),
     Rule("leases.capture_losses", ("LEASE-4",), leases.capture_losses),
     Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),

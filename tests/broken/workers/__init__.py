@@ -68,6 +68,7 @@ from tests.broken.workers.readings import (
     PassesBeforeReceiptOnEachSend,
     ReconcilesACaptureAtThePendingBoundary,
 )
+from tests.broken.workers.resend import RenewsOnlyBeforeTheFirstSend
 from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
@@ -311,6 +312,10 @@ ATTACK_BUGS["counts-only-checkpoint-rows"] = (
 ATTACK_BUGS["passes-before-receipt-on-each-send"] = (
     PassesBeforeReceiptOnEachSend,
     "passes the failpoint before_receipt again before each resend of a receipt after a 5xx (FPT-1)",
+)
+ATTACK_BUGS["renews-only-before-the-first-send"] = (
+    RenewsOnlyBeforeTheFirstSend,
+    "renews its lease before the first send of a result submission and never before a resend after a 5xx (SUB-4)",
 )
 
 

@@ -26,6 +26,7 @@ from tests.fuzz.p1_workers import (
     platforms,
     procs,
     readings,
+    resend,
     settled,
     sideeffects,
     text,
@@ -108,6 +109,13 @@ ATTACKS.update(
     {
         "kept-entry-loops-to-the-root": cleanup_bounds.KeptEntryLoopsToTheRoot,
         "kept-file-becomes-a-fifo": cleanup_bounds.KeptFileBecomesAFifo,
+    }
+)
+ATTACKS.update(
+    {
+        "renews-another-lease-before-a-resend": resend.RenewsAnotherLeaseBeforeAResend,
+        "skips-the-renewal-before-a-receipt-resend": resend.SkipsTheRenewalBeforeAReceiptResend,
+        "renews-through-an-encoded-path": resend.RenewsThroughAnEncodedPath,
     }
 )
 

@@ -10,32 +10,11 @@ from urllib.parse import unquote
 
 from resumekit.reference.p1 import worker as reference
 from resumekit.reference.p1.client import Answer, quote
+from tests.broken.workers.resend import Resending
 from tests.fuzz.p1_workers import _base
 
 
-class _Resending(reference.Worker):
-    """The reference worker, knowing whether the renewal under way is the one before a resend of a submission."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sends: int | None = None  # the sends of the submission under way, if any
-        self.resending = False
-
-    def _submit(self, attempt: reference.Attempt) -> None:
-        self.sends = 0
-        try:
-            super()._submit(attempt)
-        finally:
-            self.sends, self.resending = None, False
-
-    def _failpoint(self, name: str) -> None:
-        super()._failpoint(name)
-        if name == "before_result_submit" and self.sends is not None:
-            self.sends += 1
-            self.resending = self.sends > 1
-
-
-class RenewsAnotherLeaseBeforeAResend(_Resending):
+class RenewsAnotherLeaseBeforeAResend(Resending):
     """Before each resend of its submission, renews a lease that is not its own and sends whatever that renewal was
     answered (404): a renewal request right before the send, by the same process, that renewed nothing of its."""
 

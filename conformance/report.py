@@ -506,23 +506,7 @@ def to_markdown(run: Run) -> str:
     lines += ["", "| kind | " + " | ".join(o.value for o in Outcome) + " |", "|---" * (len(Outcome) + 1) + "|"]
     for kind, row in counts_by_kind(run).items():
         lines.append(f"| {kind} | " + " | ".join(str(row[o]) for o in Outcome) + " |")
-    for table in run.summaries:
-        summary = table.summary
-        lines += [
-            "",
-            f"| {summary.row_label} | verdict | passed | {summary.case_label} | clauses | attested | failed by |",
-        ]
-        lines.append("|---|---|---|---|---|---|---|")
-        for line in table.rows:
-            passed, of = _summary_rows.counts(line)
-            failed = _summary_rows.failed_by(line, summary.case_label)
-            shown = [f"`{case}`" + (f" ({why})" if why else "") for case, why in failed[:_MARKDOWN_FAILED]]
-            more = len(failed) - len(shown)
-            by = printable("; ".join(shown) + (f"; and {more} more" if more else "")).replace("|", "\\|")
-            lines.append(
-                f"| {line['name']} | {line['verdict']} | {passed} | {of} | "
-                f"{', '.join(line['clauses'])} | {line['attested'] or 'none'} | {by} |"
-            )
+    lines += _markdown_summaries(run)
     known = [r for r in run.results if r.known_failure is not None]
     if known:
         lines += ["", "| known failure | verdict | reason |", "|---|---|---|"]
@@ -546,6 +530,29 @@ def to_markdown(run: Run) -> str:
             )
         lines += _markdown_stories(bad)
     return printable("\n".join(lines)) + "\n"
+
+
+def _markdown_summaries(run: Run) -> list[str]:
+    """Each summary table (P1's gates) in Markdown, naming the cases that failed each row."""
+    lines: list[str] = []
+    for table in run.summaries:
+        summary = table.summary
+        lines += [
+            "",
+            f"| {summary.row_label} | verdict | passed | {summary.case_label} | clauses | attested | failed by |",
+        ]
+        lines.append("|---|---|---|---|---|---|---|")
+        for line in table.rows:
+            passed, of = _summary_rows.counts(line)
+            failed = _summary_rows.failed_by(line, summary.case_label)
+            shown = [f"`{case}`" + (f" ({why})" if why else "") for case, why in failed[:_MARKDOWN_FAILED]]
+            more = len(failed) - len(shown)
+            by = printable("; ".join(shown) + (f"; and {more} more" if more else "")).replace("|", "\\|")
+            lines.append(
+                f"| {line['name']} | {line['verdict']} | {passed} | {of} | "
+                f"{', '.join(line['clauses'])} | {line['attested'] or 'none'} | {by} |"
+            )
+    return lines
 
 
 def _markdown_grades(run: Run) -> list[str]:

@@ -18,8 +18,8 @@ from tests import audit_p1
 KNOWN_GAPS = frozenset(
     {
         "WRK-1", "WRK-2", "TASK-3", "SCOPE-1", "SCOPE-2", "SCOPE-5", "JNL-3", "JNL-7", "PHASE-1",
-        "SUB-3", "SUB-6", "LEASE-1", "LEASE-2", "LEASE-6", "RESUME-3",
-        "RESUME-4", "RESUME-6", "OUT-1", "FPT-3",
+        "LEASE-1", "LEASE-2", "LEASE-6", "RESUME-3",
+        "RESUME-4", "RESUME-6", "FPT-3",
     }
 )  # fmt: skip
 
@@ -92,5 +92,7 @@ def test_a_row_names_the_checks_scenarios_and_broken_workers_of_its_clause(rows:
     assert "follows-links-in-cleanup" in by["CLEAN-4"].workers and by["CLEAN-4"].checks == ("cleanup.links",)
     unchecked = dataclasses.replace(by["CLEAN-4"], checks=())
     assert "none caught by it; broken by follows-links-in-cleanup" in audit_p1.render([unchecked])
-    # An expected outcome's clause is no check of its own: SUB-6 is named only there, so it is a gap.
-    assert by["SUB-6"].checks == ("convergence.outcomes",) and by["SUB-6"].gap
+    # An expected outcome's clause is no check of its own: a clause named only there is a gap.
+    assert by["SUB-6"].own_checks == ("answers.rejections",) and not by["SUB-6"].gap
+    only_outcomes = dataclasses.replace(by["SUB-6"], checks=("convergence.outcomes",))
+    assert only_outcomes.gap and "gap: only an expected outcome names it" in audit_p1.render([only_outcomes])

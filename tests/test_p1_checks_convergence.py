@@ -93,3 +93,40 @@ def test_an_attempt_left_holding_its_lease_at_idle_is_told_as_out_2_beside_fpt_4
     # A converged task says nothing of its lease here (LEASE-5 does).
     done = Told().read([*rows, row(3, "result_submitted")]).at_end(leases=active, last_wait="idle")
     assert _outcome(done, final="result_submitted") == []
+
+
+# -- OUT-1: no submission of an attempt once its hard failure is durable ----------------------------------------
+
+
+def _arrived(rows: list[dict[str, Any]], read: bool = True, attempt: int = 1) -> Told:
+    """A submission of t-1 (by w2, under the key k2) with the journal the kit read as it arrived."""
+    told = Told().logged("moment", check="submission", request=9, worker="w2", task_id="t-1", attempt=attempt,
+                         key="k2", result_hash="h")
+    if read:
+        told.read(rows, why="moment", worker="w2", request=9, check="submission")
+    return told.logged("request", worker="w2", endpoint="result", status=409, request=9, answer="answer")
+
+
+PENDING = [row(1, "claimed"), row(2, "source_capture_done", result_hash="h"),
+           row(3, "result_pending", idempotency_key="k", result_hash="h")]
+
+
+def test_a_submission_while_the_journal_holds_the_attempts_hard_failure_is_out_1() -> None:
+    for reason in ("result_conflict", "result_rejected", "task_invalid"):
+        failed = row(4, "reconciliation_required", reason=reason)
+        (found,) = judged("convergence.hard_failures", _arrived([*PENDING, failed]))
+        assert (found.clause, found.pointer, found.actual) == ("OUT-1", "/tasks/t-1/attempts/1/submission", 9)
+        assert f"by 'w2', under the key 'k2') while the journal held the attempt's hard failure, " \
+               f"reconciliation_required: {reason} (seq 4)" in (found.note or "")
+
+
+def test_a_submission_before_any_hard_failure_or_of_another_attempt_is_no_out_1() -> None:
+    assert judged("convergence.hard_failures", Told()) == []
+    assert judged("convergence.hard_failures", _arrived(PENDING)) == []
+    # A reconciliation that is no hard failure is not OUT-1's (RESUME-2 names a side effect after it).
+    reconciled = row(4, "reconciliation_required", reason="receipt_not_visible")
+    assert judged("convergence.hard_failures", _arrived([*PENDING, reconciled])) == []
+    failed = row(4, "reconciliation_required", reason="result_conflict")
+    assert judged("convergence.hard_failures", _arrived([*PENDING, failed], attempt=2)) == []
+    # No journal read at the arrival: SUB-1 names a submission no durable row was seen for.
+    assert judged("convergence.hard_failures", _arrived([*PENDING, failed], read=False)) == []

@@ -1,6 +1,6 @@
 """Where a scenario converged (docs/spec/p1.md, section 13 and FPT-4): each task's expected outcome, the
 scenario's ``expect``, and a worker that said idle while an attempt, neither terminal nor abandoned, still held
-its lease (OUT-2).
+its lease (OUT-2); and no submission of an attempt once its hard failure is durable (OUT-1).
 
 An expected outcome that differs names the rule the scenario sets up for it: the first of the scenario's own
 clauses that an expectation of its kind can stand for (``STANDS_FOR``), or no clause where it cites none of
@@ -17,7 +17,7 @@ from typing import Any
 from resumekit.conformance.p1.canonical import result_hash
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
-from resumekit.conformance.p1.model import TERMINAL, Row, attempts
+from resumekit.conformance.p1.model import HARD_FAILURES, TERMINAL, Row, attempts
 from resumekit.conformance.results import Mismatch
 
 # What the task's outcome (its final phase, state, stored result, where each attempt ended) can stand for.
@@ -213,4 +213,31 @@ def _second_outcome(task_id: str, where: str, outcome: Mapping[str, Any], rows: 
                 "attempts with rows in the second worker's journal",
             )
         )
+    return found
+
+
+def hard_failures(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """OUT-1: no submission of an attempt, under any key and from any process, reaches the control plane while
+    the journal (as the kit read it when the submission arrived) holds the attempt's ``reconciliation_required``
+    row with a hard-failure reason. A submission the kit read no journal for is SUB-1's to name."""
+    found = []
+    for moment in history.moments("submission"):
+        which = (moment.get("task_id"), moment.get("attempt"))
+        held = [
+            row
+            for read in history.reads_at(moment.get("request"))
+            for row in read.get("rows", ())
+            if (row.get("task_id"), row.get("attempt")) == which
+            and row.get("phase") == "reconciliation_required"
+            and row.get("reason") in HARD_FAILURES
+        ]
+        if held:
+            note = (
+                f"a submission of {which[0]!r} attempt {which[1]!r} arrived (request {moment.get('request')!r}, by "
+                f"{moment.get('worker')!r}, under the key {moment.get('key')!r}) while the journal held the attempt's "
+                f"hard failure, reconciliation_required: {held[0].get('reason')} (seq {held[0].get('seq')!r}): a hard "
+                "failure gets no further submission, under any key, in any later process"
+            )
+            where = f"/tasks/{which[0]}/attempts/{which[1]}/submission"
+            found.append(_m("OUT-1", where, "no submission after a hard failure", moment.get("request"), note))
     return found

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks import (
+    answers,
     cache,
     campaigns,
     cleanup,
@@ -90,6 +91,9 @@ RULES: tuple[Rule, ...] = (
     Rule("submission.stored_result", ("TASK-2",), submission.stored_result),
     Rule("submission.backing", ("SUB-4", "SUB-7"), submission.backing),
     Rule("submission.exact_match", ("SUB-5",), submission.exact_match),
+    Rule("answers.successes", ("SUB-3",), answers.successes),
+    Rule("answers.rejections", ("SUB-6",), answers.rejections),
+    Rule("convergence.hard_failures", ("OUT-1",), convergence.hard_failures, moment=True),
     Rule("resume.reuse", ("SCOPE-3", "SCOPE-4"), resume.reuse),
     Rule("submission.keys", ("KEY-1", "KEY-2"), submission.keys),
     Rule("leases.lost", ("LEASE-4",), leases.lost),

@@ -431,6 +431,29 @@ STATIC["renews-only-before-the-first-send"] = (
     "RESULT_SUBMISSION_REPLAY_SAFE",
     frozenset({"SUB-4"}),
 )
+# What a submission's answer means (tests/broken/workers/answers.py), each named by its clause's own check.
+STATIC.update(
+    {
+        # The restart's resend is answered 200, the replay of the stored result; it writes no result_submitted.
+        "takes-only-created-as-success": (
+            "p1-kill-after-the-server-stored-the-result-resends-once",
+            "RESULT_SUBMISSION_REPLAY_SAFE",
+            frozenset({"SUB-3"}),
+        ),
+        # The lease expired while it was down; it writes result_rejected though no submission was rejected.
+        "rejects-on-a-lost-lease": (
+            "p1-stored-result-read-back-after-the-lease-expired-while-down",
+            "RESULT_SUBMISSION_REPLAY_SAFE",
+            frozenset({"SUB-6"}),
+        ),
+        # Killed before its report, the restart sends the conflicting attempt's submission again (OUT-1).
+        "resubmits-a-conflict-at-restart": (
+            "p1-restart-after-a-conflict-submits-nothing-more",
+            "RESULT_SUBMISSION_REPLAY_SAFE",
+            frozenset({"OUT-1"}),
+        ),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )
@@ -592,6 +615,9 @@ OWN_CHECKS = {
     "confirms-its-result-after-submitting": "resume.after_submitted",
     "pushes-without-reading-the-branch": "commit.branch_read",
     "skips-the-lease-read-before-the-push": "commit.lease_read",
+    "takes-only-created-as-success": "answers.successes",
+    "rejects-on-a-lost-lease": "answers.rejections",
+    "resubmits-a-conflict-at-restart": "convergence.hard_failures",
 }
 
 

@@ -157,6 +157,14 @@ ATTACKS += [
     Attack("renews-through-an-encoded-path", "p1-submit-5xx-twice-then-success", expect="pass", argument="{probe}",
            proof="encoded"),
 ]
+# What a submission's answer means (tests/fuzz/p1_workers/answers.py): a rejection or a hard failure sent again
+# under a fresh key, and a result_submitted row consistent in itself but not its result_pending row's.
+ATTACKS += [
+    Attack("rejection-resent-under-a-fresh-key", "p1-submit-400-is-rejected-and-not-sent-again", clauses=("SUB-6",)),
+    Attack("conflict-resubmitted-under-a-fresh-key", "p1-restart-after-a-conflict-submits-nothing-more",
+           clauses=("OUT-1",)),
+    Attack("submitted-row-carries-another-body", CAPTURE, clauses=("SUB-3",)),
+]
 
 
 def decoy_journal(context: Context) -> Path:

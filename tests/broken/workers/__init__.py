@@ -12,6 +12,11 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
+from tests.broken.workers.answers import (
+    RejectsOnALostLease,
+    ResubmitsAConflictAtRestart,
+    TakesOnlyCreatedAsSuccess,
+)
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
@@ -316,6 +321,18 @@ ATTACK_BUGS["passes-before-receipt-on-each-send"] = (
 ATTACK_BUGS["renews-only-before-the-first-send"] = (
     RenewsOnlyBeforeTheFirstSend,
     "renews its lease before the first send of a result submission and never before a resend after a 5xx (SUB-4)",
+)
+ATTACK_BUGS["takes-only-created-as-success"] = (
+    TakesOnlyCreatedAsSuccess,
+    "writes result_submitted on a 201 only and gives the attempt up on a 200, the replay of its stored result (SUB-3)",
+)
+ATTACK_BUGS["rejects-on-a-lost-lease"] = (
+    RejectsOnALostLease,
+    "ends an attempt whose lease is lost at result_pending in result_rejected, without reading the task (SUB-6)",
+)
+ATTACK_BUGS["resubmits-a-conflict-at-restart"] = (
+    ResubmitsAConflictAtRestart,
+    "at a restart, sends the submission of an attempt that ended in result_conflict once more (OUT-1)",
 )
 
 

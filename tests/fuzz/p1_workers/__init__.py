@@ -16,6 +16,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.fuzz.p1_workers import (
     _base,
+    answers,
     cleanup_bounds,
     doctor,
     files,
@@ -116,6 +117,13 @@ ATTACKS.update(
         "renews-another-lease-before-a-resend": resend.RenewsAnotherLeaseBeforeAResend,
         "skips-the-renewal-before-a-receipt-resend": resend.SkipsTheRenewalBeforeAReceiptResend,
         "renews-through-an-encoded-path": resend.RenewsThroughAnEncodedPath,
+    }
+)
+ATTACKS.update(
+    {
+        "rejection-resent-under-a-fresh-key": answers.ResendsARejectionUnderAFreshKey,
+        "conflict-resubmitted-under-a-fresh-key": answers.ResubmitsAConflictUnderAFreshKeyAtRestart,
+        "submitted-row-carries-another-body": answers.SubmittedRowCarriesAnotherBody,
     }
 )
 

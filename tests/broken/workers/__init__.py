@@ -12,6 +12,12 @@ import sys
 
 from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
+from tests.broken.workers.attempts import (
+    CapsRecoveriesEarly,
+    NumbersItsRows,
+    OmitsEmptyMembers,
+    PrefetchesTheNextTask,
+)
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
@@ -316,6 +322,24 @@ ATTACK_BUGS["passes-before-receipt-on-each-send"] = (
 ATTACK_BUGS["renews-only-before-the-first-send"] = (
     RenewsOnlyBeforeTheFirstSend,
     "renews its lease before the first send of a result submission and never before a resend after a 5xx (SUB-4)",
+)
+
+# How rows are numbered and attempts follow each other (attempts.py), each caught by the clause it breaks.
+ATTACK_BUGS["numbers-its-rows"] = (
+    NumbersItsRows,
+    "inserts each checkpoint row with an explicit seq, the microsecond it writes it at (JNL-3)",
+)
+ATTACK_BUGS["prefetches-the-next-task"] = (
+    PrefetchesTheNextTask,
+    "claims and records the next task as soon as it has recorded a claim, working on it after the first (WRK-2)",
+)
+ATTACK_BUGS["omits-empty-members"] = (
+    OmitsEmptyMembers,
+    "leaves the served task's empty members out of its claimed row, a capture task's empty payload (PHASE-1)",
+)
+ATTACK_BUGS["caps-recoveries-early"] = (
+    CapsRecoveriesEarly,
+    "counts the resumption it is making among the recoveries, so it caps at the fifth, not the sixth (RESUME-6)",
 )
 
 

@@ -1,0 +1,80 @@
+"""Broken workers of how rows are numbered and attempts follow each other: a ``seq`` of its own (JNL-3), two
+attempts at once (WRK-2), a task stored without its empty members (PHASE-1), a recovery cap reached early
+(RESUME-6), and a terminal attempt served again submitted once more (RESUME-4)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from resumekit.reference.p1 import journal
+from resumekit.reference.p1 import worker as reference
+from resumekit.reference.p1.journal import Row
+from tests.broken.workers._base import _patched, _Tracked
+
+
+class _TimedJournal(journal.Journal):
+    def append(self, values: Any) -> Row:
+        # Each row numbered by the microsecond it was written at: unique and rising, but chosen by the worker.
+        seq = time.time_ns() // 1000
+        row = tuple(values.get(name) for name in journal._INSERTED)
+        names = ", ".join(journal._INSERTED)
+        self._insert(f"INSERT INTO checkpoints (seq, {names}) VALUES (?, {', '.join('?' * len(row))})", (seq, *row))
+        return Row(seq, *row)
+
+
+class NumbersItsRows(_Tracked):
+    """Inserts each checkpoint row with an explicit ``seq``, the time it writes it in microseconds (JNL-3): the
+    order holds, but the seqs are the worker's, not SQLite's."""
+
+    def _startup(self) -> None:
+        with _patched(reference, "Journal", _TimedJournal):
+            super()._startup()
+
+
+class PrefetchesTheNextTask(_Tracked):
+    """Claims the next task as soon as it has recorded a claim, records that claim too, and works on the second
+    attempt only once the first is done (WRK-2): two attempts at once, their rows interleaved."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._later: list[reference.Attempt] = []
+        self._prefetching = False
+
+    def _drive(self, attempt: reference.Attempt) -> None:
+        if self._prefetching:  # the prefetched attempt's claimed row is written: its work waits
+            self._later.append(attempt)
+            return
+        if attempt.last.phase == "claimed" and not self._later:
+            self._prefetch()
+        super()._drive(attempt)
+        while self._later:
+            super()._drive(self._later.pop(0))
+
+    def _prefetch(self) -> None:
+        answer = self._request("POST", "v1/claims", {})
+        task, lease = answer.body.get("task"), answer.body.get("lease")
+        if answer.status == 200 and isinstance(task, dict) and isinstance(lease, dict):
+            self._prefetching = True
+            try:
+                self._served(task, lease)
+            finally:
+                self._prefetching = False
+
+
+class OmitsEmptyMembers(_Tracked):
+    """Stores the served task re-serialized with its empty members left out, as a struct field tagged
+    ``omitempty`` would: a source_capture task's empty payload is not in its claimed row (PHASE-1: the row holds
+    the task as served)."""
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        super()._served({name: value for name, value in task.items() if value not in ({}, [], "", None)}, lease)
+
+
+class CapsRecoveriesEarly(_Tracked):
+    """Counts the recoveries row of the resumption it is making too, so it ends an attempt in recovery_cap at its
+    fifth resumption without progress, not its sixth (RESUME-6)."""
+
+    def _resume(self, attempt: reference.Attempt, *, count_recovery: bool) -> None:
+        with _patched(reference, "RECOVERY_CAP", reference.RECOVERY_CAP - 1):
+            super()._resume(attempt, count_recovery=count_recovery)

@@ -444,6 +444,12 @@ STATIC.update(
         ),
         # The capture task's empty payload is missing from its claimed row (PHASE-1).
         "omits-empty-members": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"PHASE-1"})),
+        # The conflicting identity served again, already fenced, gets claimed and identity_conflict again (RESUME-4).
+        "fences-a-conflict-twice": (
+            "p1-strict-identity-conflict-served-again-gets-no-row",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"RESUME-4"}),
+        ),
         # The fifth resumption without progress writes recovery_cap (RESUME-6).
         "caps-recoveries-early": (
             "p1-strict-four-restarts-without-progress-are-not-capped",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from resumekit.conformance.p1.control_plane.state import IDENTITY
 from tests.p1_stories import Told, clauses, judged, row
 
 DONE = {"result_hash": "h", "result_body": '{"files":[{"path":"a.txt"}]}'}
@@ -126,3 +127,21 @@ def test_recovery_cap_only_after_five_earlier_resumptions_from_the_same_row() ->
     # Where the scenario stopped before its final read, the last read is judged.
     stopped = _restarts(5).read(capped, why="wait")
     assert clauses(judged("restarts.recovery_cap", stopped)) == ["RESUME-6"]
+
+
+def test_a_conflicting_identity_served_again_is_a_terminal_attempt_served_again() -> None:
+    conflict = [*SUBMITTED, row(4, "claimed", job_id="x"), row(5, "reconciliation_required", job_id="x",
+                                                                 reason="identity_conflict")]
+    served = {**{name: conflict[3][name] for name in IDENTITY}}
+    def again(held: list[dict[str, Any]]) -> Told:
+        return Told().read(held, why="wait", worker="w1").logged(
+            "conflicting_delivery", task_id="t-1", attempt=1, worker="w1", request=5, task=served
+        )
+
+    assert judged("restarts.served_again", again(conflict).read(conflict)) == []
+    fenced_twice = [*conflict, row(6, "claimed", job_id="x"),
+                    row(7, "reconciliation_required", job_id="x", reason="identity_conflict")]
+    (found,) = judged("restarts.served_again", again(conflict).read(fenced_twice))
+    assert (found.clause, found.pointer, found.actual) == ("RESUME-4", "/journal/t-1/1/6", "claimed")
+    # The first conflicting delivery, its identity without rows, is SCOPE-6's alone.
+    assert judged("restarts.served_again", again(SUBMITTED).read(conflict)) == []

@@ -13,19 +13,21 @@ rows, and the blocked ones a lower bound.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks._shared import mismatch as _m
 from resumekit.conformance.p1.checks.story import Scenario, Story
-from resumekit.conformance.p1.model import RANKS, TERMINAL, Row, attempts, open_attempts
+from resumekit.conformance.p1.control_plane.state import IDENTITY
+from resumekit.conformance.p1.model import RANKS, TERMINAL, Row, attempts, identity, open_attempts
 from resumekit.conformance.results import Mismatch
 
 RECOVERY_CAP = 5  # resumptions with the same last row before the next one ends the attempt (RESUME-6)
 _REPLAYED = ("claimed", "workspace_prepared", "verification_passed")  # a replay in a new workspace (RESUME-3)
-_SERVED_AGAIN = ("duplicate_delivery", "replayed_delivery")  # a conflicting delivery is SCOPE-6's
+# A conflicting delivery is served again when its own identity has rows (p1.md 0.5, G11); the first is SCOPE-6's.
+_SERVED_AGAIN = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
 
 
 def replayed(history: Story, scenario: Scenario) -> list[Mismatch]:
@@ -92,15 +94,24 @@ def served_again(history: Story, scenario: Scenario) -> list[Mismatch]:
         worker = event.get("worker") or _requester(history.events, event.get("request"))
         held = _held_before(history.events[:index], worker)
         key = (event.get("task_id"), event.get("attempt"))
-        groups = [group for ident, group in attempts(held).items() if ident[:2] == key]
+        groups = [group for ident, group in attempts(held).items() if _served_as(event, ident)]
         if not groups:
             continue
         top = max(row["seq"] for row in held)
-        later = [r for r in history.rows if r["seq"] > top and (r["task_id"], r["attempt"]) == key]
+        later = [r for r in history.rows if r["seq"] > top and identity(r) == identity(groups[-1][0])]
         found += _started_over(groups[-1], later, key)
         if groups[-1][-1]["phase"] in TERMINAL:
             found += _governed_after(history.events[index + 1 :], worker, key)
     return found
+
+
+def _served_as(event: Event, ident: tuple[Any, ...]) -> bool:
+    """Whether the delivery *event* served the attempt of identity *ident*: a conflicting one by its whole identity
+    (another identity of the same attempt number is what it conflicts with), any other by task and number."""
+    task = event.get("task")
+    if event.kind == "conflicting_delivery":
+        return isinstance(task, Mapping) and ident == tuple(task.get(name) for name in IDENTITY)
+    return ident[:2] == (event.get("task_id"), event.get("attempt"))
 
 
 def _requester(events: Sequence[Event], request: object) -> Any:

@@ -14,6 +14,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.broken.workers.attempts import (
     CapsRecoveriesEarly,
+    FencesAConflictTwice,
     NumbersItsRows,
     OmitsEmptyMembers,
     PrefetchesTheNextTask,
@@ -342,6 +343,10 @@ ATTACK_BUGS["caps-recoveries-early"] = (
     "counts the resumption it is making among the recoveries, so it caps at the fifth, not the sixth (RESUME-6)",
 )
 
+ATTACK_BUGS["fences-a-conflict-twice"] = (
+    FencesAConflictTwice,
+    "fences a conflicting identity served a second time again, claimed then identity_conflict (RESUME-4)",
+)
 
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
     BUGS["leaves-a-daemon"] = (

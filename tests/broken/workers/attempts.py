@@ -1,15 +1,17 @@
 """Broken workers of how rows are numbered and attempts follow each other: a ``seq`` of its own (JNL-3), two
 attempts at once (WRK-2), a task stored without its empty members (PHASE-1), a recovery cap reached early
-(RESUME-6), and a terminal attempt served again submitted once more (RESUME-4)."""
+(RESUME-6), and a fenced identity served again fenced once more (RESUME-4)."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from typing import Any
 
 from resumekit.reference.p1 import journal
 from resumekit.reference.p1 import worker as reference
-from resumekit.reference.p1.journal import Row
+from resumekit.reference.p1.journal import IDENTITY_FIELDS, Row
 from tests.broken.workers._base import _patched, _Tracked
 
 
@@ -78,3 +80,24 @@ class CapsRecoveriesEarly(_Tracked):
     def _resume(self, attempt: reference.Attempt, *, count_recovery: bool) -> None:
         with _patched(reference, "RECOVERY_CAP", reference.RECOVERY_CAP - 1):
             super()._resume(attempt, count_recovery=count_recovery)
+
+
+class FencesAConflictTwice(_Tracked):
+    """Applies the identity-conflict fence before it looks for a duplicate delivery, so a conflicting identity
+    served a second time, its two rows already written, gets claimed and identity_conflict again (RESUME-4;
+    p1.md 0.5, G11 makes it a duplicate delivery of a terminal attempt); the journal's guard is dropped first."""
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        served = tuple(task.get(name) for name in IDENTITY_FIELDS)
+        rows = self.journal.rows()
+        number = (task.get("task_id"), task.get("attempt"))
+        if not any(row.identity == served for row in rows) or all(row.identity == served for row in rows
+                                                                   if (row.task_id, row.attempt) == number):
+            super()._served(task, lease)
+            return
+        with contextlib.closing(sqlite3.connect(self.journal.path)) as db:
+            db.execute("DROP TRIGGER IF EXISTS checkpoints_monotonic")
+            db.commit()
+        everything = self.journal.rows
+        with _patched(self.journal, "rows", lambda: [row for row in everything() if row.identity != served]):
+            super()._served(task, lease)

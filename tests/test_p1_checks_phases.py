@@ -40,6 +40,9 @@ def test_a_claimed_row_holds_the_task_as_the_claim_answer_served_it() -> None:
     assert [m.clause for m in judged("phases.claimed_as_served", issued.read([row(1, "claimed")]))] == ["PHASE-1"]
     (unserved,) = judged("phases.claimed_as_served", Told().read([_claimed(SERVED)]))
     assert "which no claim answer served" in (unserved.note or "")
+    # A task nested deeper than a JSON reader recurses is no task, and no traceback.
+    deep = row(1, "claimed", task="[" * 100_000 + "]" * 100_000)
+    assert [m.clause for m in judged("phases.claimed_as_served", issued.read([deep]))] == ["PHASE-1"]
     # A replayed or conflicting delivery serves a task too; the second worker's journal is judged as well.
     replayed = Told().logged("replayed_delivery", task_id="t-1", attempt=1, worker="w1", task=SERVED)
     assert judged("phases.claimed_as_served", replayed.read([_claimed(SERVED)])) == []

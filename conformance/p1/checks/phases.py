@@ -50,9 +50,10 @@ def _claimed_rows(served: Mapping[tuple[Any, Any], Sequence[Any]]) -> Any:
 
 
 def _parsed(text: object) -> Any:
+    """The row's task as JSON, or None; text nested deeper than the parser recurses is no task either."""
     try:
         return json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -16,6 +16,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.fuzz.p1_workers import (
     _base,
+    attempts,
     cleanup_bounds,
     doctor,
     files,
@@ -119,6 +120,12 @@ ATTACKS.update(
     }
 )
 
+ATTACKS.update(
+    {
+        "seq-at-the-integer-limit": attempts.SeqAtTheIntegerLimit,
+        "claimed-task-nested-deep": attempts.ClaimedTaskNestedDeep,
+    }
+)
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[1] not in ATTACKS:

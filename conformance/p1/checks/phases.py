@@ -30,23 +30,20 @@ def claimed_as_served(history: Story, scenario: Scenario) -> list[Mismatch]:
         task = entry.get("task")
         if entry.get("kind") in _SERVING and isinstance(task, Mapping):
             served.setdefault((task.get("task_id"), task.get("attempt")), []).append(dict(task))
-    check = _claimed_rows(served)
-    return check(history.rows) + on_second_worker(lambda story, _: check(story.rows), history, scenario)
+    first = _claimed_rows(history.rows, served)
+    return first + on_second_worker(lambda story, _: _claimed_rows(story.rows, served), history, scenario)
 
 
-def _claimed_rows(served: Mapping[tuple[Any, Any], Sequence[Any]]) -> Any:
-    def check(rows: Sequence[Row]) -> list[Mismatch]:
-        found = []
-        for row in rows:
-            if row["phase"] != "claimed":
-                continue
-            candidates = served.get((row["task_id"], row["attempt"]), [])
-            held = _parsed(row["task"])
-            if held is None or held not in candidates:
-                found.append(_not_as_served(row, held, candidates))
-        return found
-
-    return check
+def _claimed_rows(rows: Sequence[Row], served: Mapping[tuple[Any, Any], Sequence[Any]]) -> list[Mismatch]:
+    found = []
+    for row in rows:
+        if row["phase"] != "claimed":
+            continue
+        candidates = served.get((row["task_id"], row["attempt"]), [])
+        held = _parsed(row["task"])
+        if held is None or held not in candidates:
+            found.append(_not_as_served(row, held, candidates))
+    return found
 
 
 def _parsed(text: object) -> Any:

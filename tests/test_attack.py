@@ -450,6 +450,12 @@ STATIC.update(
             "CHECKPOINT_SCOPE_ISOLATION",
             frozenset({"RESUME-4"}),
         ),
+        # The kit's file in the kept old workspace is in the replayed capture's result (RESUME-3).
+        "captures-the-old-workspace": (
+            "p1-replay-ignores-a-tampered-old-workspace",
+            "WORKSPACE_CLEANUP_RECOVERY",
+            frozenset({"RESUME-3"}),
+        ),
         # The fifth resumption without progress writes recovery_cap (RESUME-6).
         "caps-recoveries-early": (
             "p1-strict-four-restarts-without-progress-are-not-capped",

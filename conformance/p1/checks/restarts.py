@@ -25,7 +25,6 @@ from resumekit.conformance.p1.model import RANKS, TERMINAL, Row, attempts, ident
 from resumekit.conformance.results import Mismatch
 
 RECOVERY_CAP = 5  # resumptions with the same last row before the next one ends the attempt (RESUME-6)
-_REPLAYED = ("claimed", "workspace_prepared", "verification_passed")  # a replay in a new workspace (RESUME-3)
 # A conflicting delivery is served again when its own identity has rows (p1.md 0.5, G11); the first is SCOPE-6's.
 _SERVED_AGAIN = ("duplicate_delivery", "replayed_delivery", "conflicting_delivery")
 

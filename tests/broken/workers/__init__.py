@@ -14,6 +14,7 @@ from resumekit.reference import adapter
 from resumekit.reference.p1 import worker as reference
 from tests.broken.workers.attempts import (
     CapsRecoveriesEarly,
+    CapturesTheOldWorkspace,
     FencesAConflictTwice,
     NumbersItsRows,
     OmitsEmptyMembers,
@@ -343,6 +344,10 @@ ATTACK_BUGS["caps-recoveries-early"] = (
     "counts the resumption it is making among the recoveries, so it caps at the fifth, not the sixth (RESUME-6)",
 )
 
+ATTACK_BUGS["captures-the-old-workspace"] = (
+    CapturesTheOldWorkspace,
+    "replays a capture in its old, kept workspace without verifying it, capturing the files on disk (RESUME-3)",
+)
 ATTACK_BUGS["fences-a-conflict-twice"] = (
     FencesAConflictTwice,
     "fences a conflicting identity served a second time again, claimed then identity_conflict (RESUME-4)",

@@ -1,18 +1,22 @@
 """Broken workers of how rows are numbered and attempts follow each other: a ``seq`` of its own (JNL-3), two
 attempts at once (WRK-2), a task stored without its empty members (PHASE-1), a recovery cap reached early
-(RESUME-6), and a fenced identity served again fenced once more (RESUME-4)."""
+(RESUME-6), a fenced identity served again fenced once more (RESUME-4), and a capture replayed from the old
+workspace's files (RESUME-3)."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
-from resumekit.reference.p1 import journal
+from resumekit.reference.p1 import git, journal
 from resumekit.reference.p1 import worker as reference
 from resumekit.reference.p1.journal import IDENTITY_FIELDS, Row
 from tests.broken.workers._base import _patched, _Tracked
+from tests.broken.workers.cleanup import ResumesInOldWorkspace
 
 
 class _TimedJournal(journal.Journal):
@@ -101,3 +105,25 @@ class FencesAConflictTwice(_Tracked):
         everything = self.journal.rows
         with _patched(self.journal, "rows", lambda: [row for row in everything() if row.identity != served]):
             super()._served(task, lease)
+
+
+def _files_on_disk(path: Path, base_oid: str) -> list[tuple[str, str]]:
+    """``(path, sha256)`` of every regular file of the workspace but ``.git``'s: what its checkout holds, as long as
+    nothing but the checkout is in it."""
+    found = []
+    for entry in sorted(path.rglob("*")):
+        name = entry.relative_to(path).as_posix()
+        if entry.is_file() and not entry.is_symlink() and name.split("/")[0] != ".git":
+            found.append((name, hashlib.sha256(entry.read_bytes()).hexdigest()))
+    return found
+
+
+class CapturesTheOldWorkspace(ResumesInOldWorkspace):
+    """Resumes a capture at verification_passed in its old workspace, which startup cleanup kept, without verifying
+    it again (the phase is durable), and captures the files on disk rather than the base commit's tree (RESUME-3:
+    a file the kit put there reaches the result)."""
+
+    def _replay(self, attempt: reference.Attempt) -> None:
+        with _patched(git, "verify_workspace", lambda path, base: True), \
+                _patched(git, "capture_files", _files_on_disk):
+            super()._replay(attempt)

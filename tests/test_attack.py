@@ -454,6 +454,39 @@ STATIC.update(
         ),
     }
 )
+# How rows are numbered and attempts follow each other (tests/broken/workers/attempts.py), each named by its clause.
+STATIC.update(
+    {
+        # Its seqs are microsecond timestamps, not 1, 2, 3, ... (JNL-3).
+        "numbers-its-rows": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"JNL-3"})),
+        # Two tasks on two repositories: the second's claimed row comes between the first's rows (WRK-2).
+        "prefetches-the-next-task": (
+            "p1-receipt-resent-passes-no-failpoint",
+            "CRASH_RECOVERY_CONVERGENCE",
+            frozenset({"WRK-2"}),
+        ),
+        # The capture task's empty payload is missing from its claimed row (PHASE-1).
+        "omits-empty-members": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"PHASE-1"})),
+        # The conflicting identity served again, already fenced, gets claimed and identity_conflict again (RESUME-4).
+        "fences-a-conflict-twice": (
+            "p1-strict-identity-conflict-served-again-gets-no-row",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"RESUME-4"}),
+        ),
+        # The kit's file in the kept old workspace is in the replayed capture's result (RESUME-3).
+        "captures-the-old-workspace": (
+            "p1-replay-ignores-a-tampered-old-workspace",
+            "WORKSPACE_CLEANUP_RECOVERY",
+            frozenset({"RESUME-3"}),
+        ),
+        # The fifth resumption without progress writes recovery_cap (RESUME-6).
+        "caps-recoveries-early": (
+            "p1-strict-four-restarts-without-progress-are-not-capped",
+            "WORKER_RESTART_RESUME",
+            frozenset({"RESUME-6"}),
+        ),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )

@@ -183,3 +183,41 @@ def test_an_answer_the_log_bears_out_or_no_log_to_hold_it_to_passes() -> None:
     unread = _answered([], [], unreadable={"w1": "line 1 is not JSON"})
     assert judged("journal.answered_settings", unread) == []
     assert judged("journal.answered_settings", Told().settings({"w1": [GOOD]}, logged=True)) == []
+
+
+def test_seq_follows_commit_order_and_is_sqlites_own() -> None:
+    good = [row(1, "claimed"), row(2, "workspace_prepared", workspace="task-x")]
+    assert judged("journal.seq_order", Told()) == []
+    assert judged("journal.seq_order", Told().read(good[:1], why="wait").read(good)) == []
+    # A row committed after a read must carry a seq above that read's: here it slipped in below it.
+    late = [row(1, "claimed"), row(3, "workspace_prepared", workspace="task-x")]
+    below = [row(1, "claimed"), row(2, "verification_passed"), row(3, "workspace_prepared", workspace="task-x")]
+    (found,) = judged("journal.seq_order", Told().read(late, why="wait").read(below))
+    assert (found.clause, found.pointer, found.actual) == ("JNL-3", "/journal/seq", [2])
+    # Seqs the worker chose: a gap, or a start above 1, is no seq SQLite gives an append-only table.
+    chosen = [row(7, "claimed"), row(9, "workspace_prepared", workspace="task-x")]
+    (found,) = judged("journal.seq_order", Told().read(chosen))
+    assert found.clause == "JNL-3" and found.actual == [7, 9] and "not 1 to 2" in (found.note or "")
+    second = judged("journal.seq_order", Told().read(good).read(chosen, journal="second"))
+    assert [m.pointer for m in second] == ["/second-worker/journal/seq"]
+    # The reorder is JNL-3's alone: no row of the earlier read changed (JNL-4).
+    assert judged("journal.rows", Told().read(late, why="wait").read(below)) == []
+
+
+def test_the_rows_of_one_attempt_come_before_the_next_attempts_claim() -> None:
+    def task(seq: int, phase: str, task_id: str, **columns: Any) -> dict[str, Any]:
+        return row(seq, phase, task_id=task_id, **columns)
+
+    assert judged("journal.one_attempt_at_a_time", Told()) == []
+    one_by_one = [task(1, "claimed", "a"), task(2, "reconciliation_required", "a", reason="task_invalid"),
+                  task(3, "claimed", "b")]
+    assert judged("journal.one_attempt_at_a_time", Told().read(one_by_one)) == []
+    # An abandoned attempt's rows stay as they were: the next attempt may follow it at any phase.
+    abandoned = [task(1, "claimed", "a"), task(2, "claimed", "b"), task(3, "workspace_prepared", "b", workspace="t")]
+    assert judged("journal.one_attempt_at_a_time", Told().read(abandoned)) == []
+    both = [task(1, "claimed", "a"), task(2, "claimed", "b"), task(3, "workspace_prepared", "a", workspace="t")]
+    (found,) = judged("journal.one_attempt_at_a_time", Told().read(both))
+    assert (found.clause, found.pointer, found.actual) == ("WRK-2", "/journal/a/1/3", "workspace_prepared")
+    assert "after the claimed row (seq 2) of attempt 1 of 'b'" in (found.note or "")
+    second = judged("journal.one_attempt_at_a_time", Told().read(one_by_one).read(both, journal="second"))
+    assert [m.pointer for m in second] == ["/second-worker/journal/a/1/3"]

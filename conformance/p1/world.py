@@ -507,6 +507,10 @@ def tamper(world: World) -> None:
     opened without following a link from the workspace root the kit holds, so that what a worker put in or
     around its workspace is never written through (a link out of it, a FIFO, a directory, a workspace root
     swapped for a link)."""
+    written = []
     for workspace in _workspaces(world):
+        name = f"tampered-by-the-kit-{new_token()[:8]}.txt"
         with contextlib.suppress(_files.Refused):
-            workspace.create(f"tampered-by-the-kit-{new_token()[:8]}.txt", b"must never reach a result\n")
+            workspace.create(name, b"must never reach a result\n")
+            written.append(name)
+    world.record("kit", "tampered", files=written)  # RESUME-3: no result names them (restarts.replayed)

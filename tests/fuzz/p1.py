@@ -166,6 +166,12 @@ ATTACKS += [
     Attack("submitted-row-carries-another-body", CAPTURE, clauses=("SUB-3",)),
 ]
 
+# The rows the kit reads for how attempts follow each other (tests/fuzz/p1_workers/attempts.py): seqs SQLite picks
+# at random after one at its largest integer, and a claimed row's task nested deeper than a JSON reader recurses.
+ATTACKS += [
+    Attack("seq-at-the-integer-limit", CAPTURE, clauses=("JNL-3",)),
+    Attack("claimed-task-nested-deep", CAPTURE, clauses=("PHASE-1",)),
+]
 
 def decoy_journal(context: Context) -> Path:
     """A SQLite file in WAL mode in the campaign's decoy tree, made once and the tree's checksum taken again:

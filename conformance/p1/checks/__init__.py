@@ -15,7 +15,8 @@ Two moments to judge:
 - every rule judges a run that took all its steps, over the whole history.
 
 The sections, each the module of the spec's section whose clauses it enforces: ``journal`` (JNL, with the
-JNL-5/JNL-6 settings the worker attests), ``cache`` (CACHE), ``resume`` (PHASE, SCOPE, RESUME), ``submission``
+JNL-5/JNL-6 settings the worker attests, and WRK-2 as the rows show it), ``cache`` (CACHE), ``phases`` (PHASE-1),
+``resume`` (PHASE, SCOPE, RESUME), ``restarts`` (RESUME-3, RESUME-4, RESUME-6), ``submission``
 (KEY, SUB, TASK-2) and ``answers`` (what a submission's answer means, SUB-3 and SUB-6), ``commit`` (COMMIT and
 the origins' CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN), ``processes`` (WRK, CRASH-2, ADP, CP-22),
 ``convergence`` (OUT, with a submission after a hard failure, and each task's expected outcome, FPT-4),

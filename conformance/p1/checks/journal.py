@@ -1,6 +1,7 @@
 """The checkpoint journal (docs/spec/p1.md, section 4): readable as JNL-1 says, what each row fills (JNL-2), no
-row rewritten (JNL-4), the journal connections' settings (JNL-5, JNL-6, as the worker attests them, ADP-3, its
-answers held to its journal log), and a fatal exit after a disk error (JNL-8).
+row rewritten (JNL-4), ``seq`` in commit order (JNL-3), the rows of one attempt at a time (WRK-2), the journal
+connections' settings (JNL-5, JNL-6, as the worker attests them, ADP-3, its answers held to its journal log),
+and a fatal exit after a disk error (JNL-8).
 
 ``synchronous`` and the busy timeout are settings of a connection: only the worker can report them, so
 they are attested (ADP-3). The kit asks each process before it kills it at a failpoint, after an orderly
@@ -112,6 +113,69 @@ def _rewrite_checks(snapshots: Sequence[Snapshot]) -> list[Mismatch]:
                 )
             ]
     return []
+
+
+def seq_order(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """JNL-3 over each worker's journal: ``seq`` follows commit order and is SQLite's own (no explicit ``seq``)."""
+    return _seq_order(history) + on_second_worker(lambda story, _: _seq_order(story), history, scenario)
+
+
+def _seq_order(history: Story) -> list[Mismatch]:
+    """A row first seen in a later read was committed after every row of the read before, so its ``seq`` is
+    higher than theirs; and a row inserted without an explicit ``seq`` gets one above the highest of the table,
+    so with no row ever removed (JNL-4) the journal's seqs are 1, 2, 3, ... without a gap. Whether each row had
+    a transaction of its own, and which statement inserted it, only the worker knows: the file shows neither."""
+    found = []
+    for earlier, later in itertools.pairwise(history.snapshots):
+        top = max((values[0] for values in earlier.rows), default=0)
+        below = sorted(values[0] for values in set(later.rows) - set(earlier.rows) if values[0] <= top)
+        if below:
+            note = (
+                f"rows committed after a read whose highest seq was {top!r} carry the lower seq(s) {below!r}: seq "
+                "does not follow commit order"
+            )
+            found.append(_m("JNL-3", "/journal/seq", f"above {top!r}", below, note))
+            break
+    seqs = sorted(row["seq"] for row in history.rows)
+    if seqs != list(range(1, len(seqs) + 1)):
+        note = (
+            f"the journal's seqs are {_abridged(seqs)}, not 1 to {len(seqs)}: SQLite gives a row inserted without "
+            "an explicit seq the next one, so these were chosen by the worker (or rows were removed)"
+        )
+        found.append(_m("JNL-3", "/journal/seq", f"1 to {len(seqs)}", _abridged(seqs), note))
+    return found
+
+
+def _abridged(seqs: Sequence[int]) -> list[int] | str:
+    return list(seqs) if len(seqs) <= 12 else f"{list(seqs[:6])} ... {list(seqs[-6:])}"
+
+
+def one_attempt_at_a_time(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """WRK-2 over each worker's journal: no attempt gets a row after the claimed row of an attempt begun after it.
+
+    The worker claims the next attempt only once the current one is terminal (then it gets no row, PHASE-5) or
+    abandoned (its rows stay as they were, LEASE-4), and at a start it takes up every open attempt before its first
+    claim (RESUME-1); so the rows of one journal come attempt by attempt, each attempt's before the next's."""
+    return _interleaved(history.rows) + on_second_worker(lambda story, _: _interleaved(story.rows), history, scenario)
+
+
+def _interleaved(rows: Sequence[Row]) -> list[Mismatch]:
+    found = []
+    groups = list(attempts(rows).values())  # in the order of their first rows
+    for group, following in itertools.pairwise(groups):
+        begun = following[0]
+        late = [row for row in group if row["seq"] > begun["seq"]]
+        if late:
+            first = group[0]
+            note = (
+                f"attempt {first['attempt']!r} of {first['task_id']!r} wrote {late[0]['phase']} (seq "
+                f"{late[0]['seq']!r}) after the {begun['phase']} row (seq {begun['seq']!r}) of attempt "
+                f"{begun['attempt']!r} of {begun['task_id']!r}: the worker worked on two attempts at once, claiming "
+                "the next before this one was terminal or abandoned"
+            )
+            where = f"/journal/{first['task_id']}/{first['attempt']}/{late[0]['seq']}"
+            found.append(_m("WRK-2", where, f"no row after seq {begun['seq']!r}", late[0]["phase"], note))
+    return found
 
 
 def _row_fill(row: Row, where: str) -> list[Mismatch]:

@@ -17,6 +17,14 @@ from tests.broken.workers.answers import (
     ResubmitsAConflictAtRestart,
     TakesOnlyCreatedAsSuccess,
 )
+from tests.broken.workers.attempts import (
+    CapsRecoveriesEarly,
+    CapturesTheOldWorkspace,
+    FencesAConflictTwice,
+    NumbersItsRows,
+    OmitsEmptyMembers,
+    PrefetchesTheNextTask,
+)
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
@@ -335,6 +343,32 @@ ATTACK_BUGS["resubmits-a-conflict-at-restart"] = (
     "at a restart, sends the submission of an attempt that ended in result_conflict once more (OUT-1)",
 )
 
+# How rows are numbered and attempts follow each other (attempts.py), each caught by the clause it breaks.
+ATTACK_BUGS["numbers-its-rows"] = (
+    NumbersItsRows,
+    "inserts each checkpoint row with an explicit seq, the microsecond it writes it at (JNL-3)",
+)
+ATTACK_BUGS["prefetches-the-next-task"] = (
+    PrefetchesTheNextTask,
+    "claims and records the next task as soon as it has recorded a claim, working on it after the first (WRK-2)",
+)
+ATTACK_BUGS["omits-empty-members"] = (
+    OmitsEmptyMembers,
+    "leaves the served task's empty members out of its claimed row, a capture task's empty payload (PHASE-1)",
+)
+ATTACK_BUGS["caps-recoveries-early"] = (
+    CapsRecoveriesEarly,
+    "counts the resumption it is making among the recoveries, so it caps at the fifth, not the sixth (RESUME-6)",
+)
+
+ATTACK_BUGS["captures-the-old-workspace"] = (
+    CapturesTheOldWorkspace,
+    "replays a capture in its old, kept workspace without verifying it, capturing the files on disk (RESUME-3)",
+)
+ATTACK_BUGS["fences-a-conflict-twice"] = (
+    FencesAConflictTwice,
+    "fences a conflicting identity served a second time again, claimed then identity_conflict (RESUME-4)",
+)
 
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
     BUGS["leaves-a-daemon"] = (

@@ -17,6 +17,7 @@ from resumekit.reference.p1 import worker as reference
 from tests.fuzz.p1_workers import (
     _base,
     answers,
+    attempts,
     cleanup_bounds,
     doctor,
     files,
@@ -127,6 +128,12 @@ ATTACKS.update(
     }
 )
 
+ATTACKS.update(
+    {
+        "seq-at-the-integer-limit": attempts.SeqAtTheIntegerLimit,
+        "claimed-task-nested-deep": attempts.ClaimedTaskNestedDeep,
+    }
+)
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[1] not in ATTACKS:

@@ -15,9 +15,10 @@ Two moments to judge:
 - every rule judges a run that took all its steps, over the whole history.
 
 The sections, each the module of the spec's section whose clauses it enforces: ``journal`` (JNL, with the
-JNL-5/JNL-6 settings the worker attests), ``cache`` (CACHE), ``resume`` (PHASE, SCOPE, RESUME), ``submission``
-(KEY, SUB, TASK-2), ``commit`` (COMMIT and the origins' CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN),
-``processes`` (WRK, CRASH-2, ADP, CP-22), ``convergence`` (OUT and each task's expected outcome, FPT-4),
-``failpoints`` (FPT-1, FPT-2 and the catalog), and ``campaigns`` (FPT-4, FPT-5 of a crash matrix or a soak);
-``_shared`` holds the little they share. ``resumekit list --checks`` lists every rule.
+JNL-5/JNL-6 settings the worker attests), ``cache`` (CACHE), ``resume`` (PHASE, SCOPE-3/4/6/7, RESUME), ``scope``
+(SCOPE-1/2/5, and LEASE-6's fence), ``submission`` (KEY, SUB, TASK-2), ``commit`` (COMMIT and the origins'
+CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN), ``processes`` (WRK, CRASH-2, ADP, CP-22), ``convergence``
+(OUT and each task's expected outcome, FPT-4), ``failpoints`` (FPT-1, FPT-2 and the catalog), and ``campaigns``
+(FPT-4, FPT-5 of a crash matrix or a soak); ``_shared`` holds the little they share. ``resumekit list --checks``
+lists every rule.
 """

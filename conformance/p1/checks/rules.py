@@ -24,6 +24,7 @@ from resumekit.conformance.p1.checks import (
     leases,
     processes,
     resume,
+    scope,
     submission,
 )
 from resumekit.conformance.p1.checks.story import Scenario, Story
@@ -96,6 +97,8 @@ RULES: tuple[Rule, ...] = (
     Rule("leases.renewals", ("LEASE-3",), leases.renewals),
     Rule("leases.renewed_sends", ("LEASE-3", "SUB-4"), leases.renewed_sends, moment=True),
     Rule("leases.capture_losses", ("LEASE-4",), leases.capture_losses),
+    Rule("leases.own_leases", ("LEASE-1",), leases.own_leases),
+    Rule("leases.clock_reads", ("LEASE-2",), leases.clock_reads),
     Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
     Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
@@ -121,6 +124,10 @@ RULES: tuple[Rule, ...] = (
     Rule("cleanup.active_workspaces", ("CLEAN-5",), cleanup.active_workspaces),
     Rule("cleanup.kept", ("CLEAN-2",), cleanup.kept),
     Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
+    Rule("scope.identities", ("SCOPE-1",), scope.identities),
+    Rule("scope.bindings", ("SCOPE-2",), scope.bindings),
+    Rule("scope.reconciled_sources", ("SCOPE-5",), scope.reconciled_sources, strict=True),
+    Rule("scope.stale_generations", ("LEASE-6",), scope.stale_generations, strict=True),
     Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),
     Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),
     Rule("resume.second_worker_phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.second_worker_phases),

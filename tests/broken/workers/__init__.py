@@ -54,6 +54,7 @@ from tests.broken.workers.forged import (
     ForgesTheToolReport,
     LandsAnotherTree,
 )
+from tests.broken.workers.leases import KeepsCPTimeByItsOwnClock, RecordsTheSourceLease
 from tests.broken.workers.processes import (
     ClaimsInAHurry,
     DetachesTheTool,
@@ -72,10 +73,14 @@ from tests.broken.workers.resend import RenewsOnlyBeforeTheFirstSend
 from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
+    IgnoresStaleGenerations,
     IgnoresSupersededAttempts,
     LeavesTheFencesUnreported,
+    LeavesTheJobOutOfTheBinding,
     ReusesAcrossGenerations,
+    ReusesAReconciledAttempt,
     ReusesCommitDoneAcrossBindings,
+    StampsTheEarlierBinding,
 )
 from tests.broken.workers.settled import (
     AnswersContinueBeforeWaking,
@@ -316,6 +321,36 @@ ATTACK_BUGS["passes-before-receipt-on-each-send"] = (
 ATTACK_BUGS["renews-only-before-the-first-send"] = (
     RenewsOnlyBeforeTheFirstSend,
     "renews its lease before the first send of a result submission and never before a resend after a 5xx (SUB-4)",
+)
+
+# Identity, scope and the WriterLease: each caught by one golden scenario, under the clause it breaks.
+ATTACK_BUGS.update(
+    {
+        "records-the-source-lease": (
+            RecordsTheSourceLease,
+            "copies a reused row whole from its source, the earlier attempt's lease_id with it (LEASE-1)",
+        ),
+        "keeps-cp-time-by-its-own-clock": (
+            KeepsCPTimeByItsOwnClock,
+            "adds its own clock's progress to the latest now_ms and renews at a boundary on that estimate (LEASE-2)",
+        ),
+        "stamps-the-earlier-binding": (
+            StampsTheEarlierBinding,
+            "writes a later attempt's rows with the binding of the task's earlier attempt in its journal (SCOPE-1)",
+        ),
+        "leaves-the-job-out-of-the-binding": (
+            LeavesTheJobOutOfTheBinding,
+            "compares bindings without job_id and reuses an earlier attempt's rows under another Job (SCOPE-2)",
+        ),
+        "reuses-a-reconciled-attempt": (
+            ReusesAReconciledAttempt,
+            "reuses the result_pending of an earlier attempt that ended in reconciliation_required (SCOPE-5)",
+        ),
+        "ignores-stale-generations": (
+            IgnoresStaleGenerations,
+            "runs and submits an attempt served with a generation below its journal's rows on the branch (LEASE-6)",
+        ),
+    }
 )
 
 

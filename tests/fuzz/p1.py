@@ -157,6 +157,13 @@ ATTACKS += [
     Attack("renews-through-an-encoded-path", "p1-submit-5xx-twice-then-success", expect="pass", argument="{probe}",
            proof="encoded"),
 ]
+# Identity, scope and the WriterLease (tests/fuzz/p1_workers/scope_leases.py): a stale attempt's rows that name the
+# branch's newer generation, and a lease id of a megabyte, each named by its clause in a bounded report.
+ATTACKS += [
+    Attack("forges-the-newer-generation", "p1-strict-stale-generation-is-fenced-by-the-worker",
+           clauses=("SCOPE-1", "LEASE-6")),
+    Attack("lease-id-of-a-megabyte", CAPTURE, clauses=("LEASE-1",)),
+]
 
 
 def decoy_journal(context: Context) -> Path:

@@ -27,6 +27,7 @@ from tests.fuzz.p1_workers import (
     procs,
     readings,
     resend,
+    scope_leases,
     settled,
     sideeffects,
     text,
@@ -116,6 +117,12 @@ ATTACKS.update(
         "renews-another-lease-before-a-resend": resend.RenewsAnotherLeaseBeforeAResend,
         "skips-the-renewal-before-a-receipt-resend": resend.SkipsTheRenewalBeforeAReceiptResend,
         "renews-through-an-encoded-path": resend.RenewsThroughAnEncodedPath,
+    }
+)
+ATTACKS.update(
+    {
+        "forges-the-newer-generation": scope_leases.ForgesTheNewerGeneration,
+        "lease-id-of-a-megabyte": scope_leases.LeaseIdOfAMegabyte,
     }
 )
 

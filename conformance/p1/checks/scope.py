@@ -27,7 +27,7 @@ _GOVERNED = ("push", "receipt", "submission")  # the moment checks of a governed
 _SERVING = ("attempt_issued", "replayed_delivery", "conflicting_delivery")
 
 
-def issued(log: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, Any], list[tuple[Any, ...]]]:
+def _issued(log: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, Any], list[tuple[Any, ...]]]:
     """(task_id, attempt) -> every identity the control plane served it with, the issued one first."""
     found: dict[tuple[Any, Any], list[tuple[Any, ...]]] = {}
     for entry in log:
@@ -53,7 +53,7 @@ def _differs(names: Sequence[str], ours: Sequence[Any], theirs: Sequence[Any]) -
 def identities(history: Story, scenario: Scenario) -> list[Mismatch]:
     """SCOPE-1: the rows of one identity are the rows of one official attempt, so every row carries, field for
     field, an identity the control plane served its ``(task_id, attempt)`` with; one finding per identity."""
-    served = issued(history.log)
+    served = _issued(history.log)
     found, seen = [], set()
     for row in history.rows:
         ident = identity(row)
@@ -84,7 +84,7 @@ def identities(history: Story, scenario: Scenario) -> list[Mismatch]:
 def bindings(history: Story, scenario: Scenario) -> list[Mismatch]:
     """SCOPE-2: a reused row joins two attempts of one task that the control plane issued with an identical
     binding, the eight fields equal; judged on the attempts as issued, whatever the rows say of them."""
-    served = issued(history.log)
+    served = _issued(history.log)
     by_seq = {row["seq"]: row for row in history.rows}
     found = []
     for row in history.rows:

@@ -363,3 +363,11 @@ def test_a_lease_id_of_a_megabyte_is_named_cut_short() -> None:
     (found,) = judged("leases.own_leases", _leased([row(1, "claimed", lease_id=huge)], _grant(1, "lease-1")))
     assert found.clause == "LEASE-1" and len(found.note or "") < 2000 and len(repr(found.actual)) < 500
     assert f"{1 << 20} characters" in (found.note or "")
+
+
+def test_the_second_workers_rows_record_their_attempts_leases_too() -> None:
+    second = _leased([], _grant(1, "lease-1")).read([row(1, "claimed", lease_id="lease-7")], journal="second")
+    (found,) = judged("leases.second_worker_own_leases", second)
+    assert (found.clause, found.pointer) == ("LEASE-1", "/second-worker/journal/t-1/1/lease_id")
+    assert judged("leases.second_worker_own_leases", _leased([], _grant(1, "lease-1")).read(
+        [row(1, "claimed")], journal="second")) == []

@@ -117,3 +117,12 @@ def test_a_field_of_a_megabyte_is_named_cut_short() -> None:
     rows = [row(1, "claimed", job_id="j" * (1 << 20))]
     (found,) = judged("scope.identities", _issued(Told(), 1).read(rows))
     assert found.clause == "SCOPE-1" and len(found.note or "") < 2000 and len(repr(found.actual)) < 1000
+
+
+def test_the_second_workers_rows_carry_served_identities_too() -> None:
+    rows = [row(1, "claimed", generation=2)]
+    second = _issued(Told(), 1).read(rows, journal="second")
+    (found,) = judged("scope.second_worker_identities", second)
+    assert (found.clause, found.pointer) == ("SCOPE-1", "/second-worker/journal/t-1/1/1/identity")
+    served = _issued(Told(), 1).read([row(1, "claimed")], journal="second")
+    assert judged("scope.second_worker_identities", served) == []

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from resumekit.conformance._text import clip
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks._shared import mismatch as _m
+from resumekit.conformance.p1.checks._shared import on_second_worker
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import TERMINAL, Row, attempts
 from resumekit.conformance.p1.views import CONTROL_PLANE
@@ -393,3 +394,8 @@ def _unread(clock: Mapping[str, Any], views: Mapping[str, Mapping[str, Any]], ro
         expected = f"a request to the control plane (GET v1/clock or a renewal) after the move to {clock.get('to')!r}"
         found.append(_m("LEASE-2", where, expected, "no request before the row", note))
     return found
+
+
+def second_worker_own_leases(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-1 over the journal of a scenario's second worker."""
+    return on_second_worker(own_leases, history, scenario)

@@ -134,6 +134,8 @@ RULES: tuple[Rule, ...] = (
     Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), resume.second_worker_reuse),
     Rule("submission.second_worker_backing", ("SUB-4", "SUB-7"), submission.second_worker_backing),
     Rule("resume.second_worker_superseded", ("SCOPE-7",), resume.second_worker_superseded, strict=True),
+    Rule("scope.second_worker_identities", ("SCOPE-1",), scope.second_worker_identities),
+    Rule("leases.second_worker_own_leases", ("LEASE-1",), leases.second_worker_own_leases),
     # an outcome names the scenario's own rule for it, or no clause (convergence.STANDS_FOR)
     Rule("convergence.outcomes", (*convergence.CLAUSES, "OUT-2", None), convergence.outcomes),
 )

@@ -17,6 +17,7 @@ from typing import Any
 
 from resumekit.conformance._text import clip
 from resumekit.conformance.p1.checks._shared import mismatch as _m
+from resumekit.conformance.p1.checks._shared import on_second_worker
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.control_plane.state import IDENTITY
 from resumekit.conformance.p1.model import BINDING, Row, identity
@@ -187,3 +188,8 @@ def _fenced(rows: Sequence[Row]) -> dict[tuple[Any, ...], tuple[list[Row], Row]]
 def _generation(row: Row) -> int:
     value = row["generation"]
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def second_worker_identities(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """SCOPE-1 over the journal of a scenario's second worker."""
+    return on_second_worker(identities, history, scenario)

@@ -487,6 +487,48 @@ STATIC.update(
         ),
     }
 )
+# Identity, scope and the WriterLease (tests/broken/workers/scope.py and leases.py), each named by its clause.
+STATIC.update(
+    {
+        # The reused result_pending of attempt 2 records lease-of-attempt-1, granted to attempt 1 only (LEASE-1).
+        "records-the-source-lease": (
+            "p1-scope-identical-binding-may-reuse-the-pending-result",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"LEASE-1"}),
+        ),
+        # The clock moved 28 s of a 30 s TTL; its estimate still young, it writes source_capture_done and
+        # result_pending with no request in between, so no CP time reached it (LEASE-2).
+        "keeps-cp-time-by-its-own-clock": (
+            "p1-lease-renewed-across-slow-steps",
+            "LEASE_RENEWAL_RECOVERY",
+            frozenset({"LEASE-2"}),
+        ),
+        # Attempt 2, issued with generation 2, writes rows of generation 1: an identity never served (SCOPE-1).
+        "stamps-the-earlier-binding": (
+            "p1-scope-generation-differs-reuses-nothing",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"SCOPE-1"}),
+        ),
+        # Attempt 2 of another Job reuses attempt 1's source_capture_done (SCOPE-2).
+        "leaves-the-job-out-of-the-binding": (
+            "p1-scope-job-id-differs-reuses-nothing",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"SCOPE-2"}),
+        ),
+        # Attempt 2 reuses the result_pending of attempt 1, which ended in result_conflict (SCOPE-5).
+        "reuses-a-reconciled-attempt": (
+            "p1-strict-nothing-reused-from-a-reconciled-attempt",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"SCOPE-5"}),
+        ),
+        # The generation-1 attempt served after generation 2's rows runs to a submission (LEASE-6).
+        "ignores-stale-generations": (
+            "p1-strict-stale-generation-is-fenced-by-the-worker",
+            "CHECKPOINT_SCOPE_ISOLATION",
+            frozenset({"LEASE-6"}),
+        ),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )

@@ -10,7 +10,8 @@ import pytest
 from tests.p1_stories import Told, clauses, judged, row
 
 
-@pytest.mark.parametrize("name", ["leases.lost", "leases.renewals", "leases.released"])
+@pytest.mark.parametrize("name", ["leases.lost", "leases.renewals", "leases.released", "leases.own_leases",
+                                  "leases.clock_reads"])
 def test_a_history_without_leases_has_nothing_wrong_for_them(name: str) -> None:
     assert judged(name, Told().at_end(last_wait="idle")) == []
 
@@ -283,3 +284,90 @@ def test_a_push_with_no_renewal_is_lease_3_once_however_many_branches_it_updates
     (found,) = judged("leases.renewed_sends", _send(told, 1, "push"))
     assert (found.clause, found.pointer) == ("LEASE-3", "/control-plane/t-1/1/push/0/renewal")
     assert "(request 1)" in (found.note or "") and "to that process" not in (found.note or "")
+
+
+# -- LEASE-1 -----------------------------------------------------------------------------------------------------
+
+
+def _grant(attempt: int, lease_id: str, official: bool = True) -> dict[str, Any]:
+    view = {"lease_id": lease_id, "task_id": "t-1", "attempt": attempt, "state": "ACTIVE"}
+    return {"kind": "lease", "event": "granted", "official": official, "lease": view}
+
+
+def _leased(rows: list[dict[str, Any]], *grants: dict[str, Any]) -> Told:
+    told = Told()
+    for grant in grants:
+        told.logged(**grant)
+    return told.read(rows)
+
+
+def test_a_row_that_records_a_lease_not_granted_to_its_attempt_is_lease_1() -> None:
+    done = {"result_hash": "h", "result_body": "{}"}
+    rows = [row(1, "claimed"), row(2, "source_capture_done", **done), row(3, "claimed", 2),
+            row(4, "source_capture_done", 2, reused_from=2, **done)]
+    grants = (_grant(1, "lease-1"), _grant(2, "lease-2"))
+    assert judged("leases.own_leases", _leased(rows, *grants)) == []
+    rows[3]["lease_id"] = "lease-1"  # the reused row copied whole, its source's lease with it
+    (found,) = judged("leases.own_leases", _leased(rows, *grants))
+    assert (found.clause, found.pointer, found.expected, found.actual) == (
+        "LEASE-1", "/journal/t-1/2/lease_id", "lease-2", ["lease-2", "lease-1"]
+    )
+    assert "{'4': 'lease-1'}" in (found.note or "")
+    # No grant in the log at all: no row of either attempt rests on a lease the control plane granted.
+    assert clauses(judged("leases.own_leases", _leased(rows))) == ["LEASE-1", "LEASE-1"]
+    # A lease the kit granted itself is no attempt's.
+    assert clauses(judged("leases.own_leases", _leased(rows[:2], _grant(1, "lease-1", False)))) == ["LEASE-1"]
+
+
+# -- LEASE-2 -----------------------------------------------------------------------------------------------------
+
+
+def _request(seq: int, endpoint: str = "clock") -> dict[str, Any]:
+    return {"kind": "request", "seq": seq, "worker": "w1", "endpoint": endpoint, "status": 200, "answer": "answer"}
+
+
+def test_a_renewing_row_after_a_move_with_no_request_until_the_next_is_lease_2() -> None:
+    # Moved to 2 s before expiry, then source_capture_done and result_pending with no request at all.
+    (found,) = judged("leases.clock_reads", _moves([]))
+    assert (found.clause, found.pointer) == ("LEASE-2", "/journal/t-1/1/source_capture_done/cp-time")
+    assert "'lease-1' 2000 ms before expiry" in (found.note or "") and "no request" in str(found.actual)
+    # A renewal the log shows without its request (a hand-written history only) still told the worker nothing.
+    assert clauses(judged("leases.clock_reads", _moves([_lease(5, "renewed", START + 28_000 + TTL)]))) == ["LEASE-2"]
+    # Any request between the moves could have told it the CP time: judged by LEASE-3 alone.
+    assert judged("leases.clock_reads", _moves([_request(5)])) == []
+    assert judged("leases.clock_reads", _moves([_request(5, "renew")])) == []
+    # A call of the origin's hook (a push's report) answers the worker nothing.
+    assert clauses(judged("leases.clock_reads", _moves([_request(5, "origin_check")]))) == ["LEASE-2"]
+
+
+def test_only_a_step_move_that_left_an_active_lease_due_asks_for_cp_time() -> None:
+    assert judged("leases.clock_reads", _moves([], granted="EXPIRED")) == []
+    assert judged("leases.clock_reads", _moves([], moves=1)) == []  # moves no step made place no row
+    assert judged("leases.clock_reads", _moves([], rows=JOURNAL[:3])) == []  # no row after the second move
+    assert judged("leases.clock_reads", Told().read(JOURNAL)) == []  # no move at all
+
+
+def test_the_lease_a_faulty_delivery_served_is_one_its_attempt_was_granted() -> None:
+    # CP-21 serves attempt 1 again under another Job with a lease of the kit's: the two fence rows record it.
+    rows = [row(1, "claimed"), row(2, "claimed", job_id="j2", lease_id="lease-9"),
+            row(3, "reconciliation_required", job_id="j2", lease_id="lease-9", reason="identity_conflict")]
+    told = Told().logged(**_grant(1, "lease-1")).logged(**_grant(1, "lease-9", False))
+    assert clauses(judged("leases.own_leases", told.read(rows))) == ["LEASE-1"]
+    told = Told().logged(**_grant(1, "lease-1")).logged(**_grant(1, "lease-9", False))
+    told.logged("conflicting_delivery", task_id="t-1", attempt=1, lease_id="lease-9")
+    assert judged("leases.own_leases", told.read(rows)) == []
+
+
+def test_a_lease_id_of_a_megabyte_is_named_cut_short() -> None:
+    huge = "x" * (1 << 20)
+    (found,) = judged("leases.own_leases", _leased([row(1, "claimed", lease_id=huge)], _grant(1, "lease-1")))
+    assert found.clause == "LEASE-1" and len(found.note or "") < 2000 and len(repr(found.actual)) < 500
+    assert f"{1 << 20} characters" in (found.note or "")
+
+
+def test_the_second_workers_rows_record_their_attempts_leases_too() -> None:
+    second = _leased([], _grant(1, "lease-1")).read([row(1, "claimed", lease_id="lease-7")], journal="second")
+    (found,) = judged("leases.second_worker_own_leases", second)
+    assert (found.clause, found.pointer) == ("LEASE-1", "/second-worker/journal/t-1/1/lease_id")
+    assert judged("leases.second_worker_own_leases", _leased([], _grant(1, "lease-1")).read(
+        [row(1, "claimed")], journal="second")) == []

@@ -165,6 +165,13 @@ ATTACKS += [
            clauses=("OUT-1",)),
     Attack("submitted-row-carries-another-body", CAPTURE, clauses=("SUB-3",)),
 ]
+# Identity, scope and the WriterLease (tests/fuzz/p1_workers/scope_leases.py): a stale attempt's rows that name the
+# branch's newer generation, and a lease id of a megabyte, each named by its clause in a bounded report.
+ATTACKS += [
+    Attack("forges-the-newer-generation", "p1-strict-stale-generation-is-fenced-by-the-worker",
+           clauses=("SCOPE-1", "LEASE-6")),
+    Attack("lease-id-of-a-megabyte", CAPTURE, clauses=("LEASE-1",)),
+]
 
 # The rows the kit reads for how attempts follow each other (tests/fuzz/p1_workers/attempts.py): seqs SQLite picks
 # at random after one at its largest integer, and a claimed row's task nested deeper than a JSON reader recurses.

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from resumekit.conformance._text import clip
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks._shared import mismatch as _m
+from resumekit.conformance.p1.checks._shared import on_second_worker
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import TERMINAL, Row, attempts
 from resumekit.conformance.p1.views import CONTROL_PLANE
@@ -34,6 +36,7 @@ RENEWING = ("workspace_prepared", "verification_passed", "source_capture_done", 
 GOVERNED = {"push": "push", "receipt": "receipt report", "submission": "result submission"}
 # How an answer travelled when the worker may have read it; a dropped one it never got.
 _REACHED = ("answer", "delay")
+_KIT_ENDPOINTS = ("origin_check", "origin_updated", "tool_started")  # the calls of the origin's hooks and the tool
 _SHOWN = 5  # the renewals a finding lists of those since the previous send, the latest
 _RULE = {
     False: "a renewal answered ACTIVE immediately precedes every governed side effect, each resend included (LEASE-3)",
@@ -288,3 +291,111 @@ def released(history: Story, scenario: Scenario) -> list[Mismatch]:
                 )
             )
     return found
+
+
+def own_leases(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-1: every row of an attempt records one lease, the one the control plane granted that attempt (at its
+    claim, or with a delivery of it); one finding per attempt."""
+    granted = _granted(history.log)
+    found = []
+    for ident, group in attempts(history.rows).items():
+        named = list(dict.fromkeys(str(row["lease_id"]) for row in group))
+        ours = granted.get(ident[:2], [])
+        if len(named) == 1 and named[0] in ours:
+            continue
+        # The worker wrote the ids: each shown cut short, so that a megabyte of one stays out of the report.
+        strays = {str(row["seq"]): _id(row["lease_id"]) for row in group if row["lease_id"] not in ours}
+        shown = [_id(lease_id) for lease_id in named]
+        note = (
+            f"the rows of attempt {ident[1]!r} of {ident[0]!r} record the leases {shown!r}, of which the rows "
+            f"(seq -> lease) {strays!r} are none the control plane granted that attempt ({ours!r}): the claim "
+            "answer's lease is the only one an attempt uses, and every row records it"
+        )
+        expected = ours[0] if len(ours) == 1 else ours
+        found.append(_m("LEASE-1", f"/journal/{ident[0]}/{ident[1]}/lease_id", expected, shown, note))
+    return found
+
+
+def _id(lease_id: Any) -> str:
+    return clip(str(lease_id), 80)
+
+
+def _granted(log: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, Any], list[str]]:
+    """(task_id, attempt) -> the leases claim answers granted it, in order: the official grants, and the lease a
+    faulty delivery served (CP-21's, which the kit holds; its other leases, a second writer's, are no attempt's)."""
+    found: dict[tuple[Any, Any], list[str]] = {}
+    for entry in log:
+        lease, kind = entry.get("lease"), entry.get("kind")
+        if kind == "lease" and entry.get("event") == "granted" and isinstance(lease, Mapping):
+            if entry.get("official") is False:
+                continue
+            key, lease_id = (lease.get("task_id"), lease.get("attempt")), lease.get("lease_id")
+        elif kind in ("replayed_delivery", "conflicting_delivery"):
+            key, lease_id = (entry.get("task_id"), entry.get("attempt")), entry.get("lease_id")
+        else:
+            continue
+        leases = found.setdefault(key, [])
+        if str(lease_id) not in leases:
+            leases.append(str(lease_id))
+    return found
+
+
+def clock_reads(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-2: after the kit moved the clock past a lease's renewal point, a row of that lease's attempt at a
+    boundary that renews was written while the worker sent the control plane no request at all until the next
+    move: nothing told it the CP time, so the lease was judged young by the worker's own clock."""
+    moves = {move["seq"]: move for move in history.clock_moves}
+    log = history.log
+    at = [index for index, entry in enumerate(log) if entry.get("kind") == "clock"]
+    found: list[Mismatch] = []
+    views: dict[str, Mapping[str, Any]] = {}
+    done = 0
+    for number, index in enumerate(at):
+        for entry in log[done:index]:
+            if entry.get("kind") == "lease" and isinstance(entry.get("lease"), Mapping):
+                views[str(entry["lease"].get("lease_id"))] = entry["lease"]
+        done = index
+        move = moves.get(log[index].get("seq"))
+        end = at[number + 1] if number + 1 < len(at) else len(log)
+        later = moves.get(log[end].get("seq")) if end < len(log) else None
+        if move is None or (end < len(log) and later is None):
+            continue  # a move no step made: the rows around it cannot be placed
+        if any(_asked(entry) for entry in log[index + 1 : end]):
+            continue  # the worker asked the control plane something: it could know the CP time
+        upper = later["rows_before"] if later is not None else len(history.rows)
+        found += _unread(log[index], views, history.rows[move["rows_after"] : upper])
+    return found
+
+
+def _asked(entry: Mapping[str, Any]) -> bool:
+    """Whether a log entry is a request of the worker's API, whose answer carries CP time (CP-4): not a call of the
+    origin's hooks or of the tool, which answers nothing to the worker."""
+    return entry.get("kind") == "request" and entry.get("endpoint") not in _KIT_ENDPOINTS
+
+
+def _unread(clock: Mapping[str, Any], views: Mapping[str, Mapping[str, Any]], rows: Sequence[Row]) -> list[Mismatch]:
+    """The first renewing row of each lease left due by *clock*, written with no request since the move."""
+    found, seen = [], set()
+    for row in rows:
+        view = views.get(str(row["lease_id"]))
+        if row["phase"] not in RENEWING or view is None or row["lease_id"] in seen:
+            continue
+        seen.add(row["lease_id"])
+        if view.get("state") != "ACTIVE" or not _due(view, clock.get("to")):
+            continue
+        note = (
+            f"the kit moved the clock by {clock.get('delta_ms')!r} ms to {clock.get('to')!r}, leaving lease "
+            f"{view.get('lease_id')!r} {view['expires_at_ms'] - clock['to']!r} ms before expiry (ttl_ms "
+            f"{view.get('ttl_ms')!r}); the {row['phase']!r} row (seq {row['seq']!r}) came after that move while the "
+            "worker sent the control plane no request until the next move, so no CP time reached it: every lease "
+            "decision is taken on CP time (now_ms of an answer or of GET v1/clock), never the worker's own clock"
+        )
+        where = f"/journal/{row['task_id']}/{row['attempt']}/{row['phase']}/cp-time"
+        expected = f"a request to the control plane (GET v1/clock or a renewal) after the move to {clock.get('to')!r}"
+        found.append(_m("LEASE-2", where, expected, "no request before the row", note))
+    return found
+
+
+def second_worker_own_leases(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """LEASE-1 over the journal of a scenario's second worker."""
+    return on_second_worker(own_leases, history, scenario)

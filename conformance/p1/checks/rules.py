@@ -27,6 +27,7 @@ from resumekit.conformance.p1.checks import (
     processes,
     restarts,
     resume,
+    scope,
     submission,
 )
 from resumekit.conformance.p1.checks.story import Scenario, Story
@@ -106,6 +107,8 @@ RULES: tuple[Rule, ...] = (
     Rule("leases.renewals", ("LEASE-3",), leases.renewals),
     Rule("leases.renewed_sends", ("LEASE-3", "SUB-4"), leases.renewed_sends, moment=True),
     Rule("leases.capture_losses", ("LEASE-4",), leases.capture_losses),
+    Rule("leases.own_leases", ("LEASE-1",), leases.own_leases),
+    Rule("leases.clock_reads", ("LEASE-2",), leases.clock_reads),
     Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
     Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
@@ -134,12 +137,18 @@ RULES: tuple[Rule, ...] = (
     Rule("restarts.served_again", ("RESUME-4",), restarts.served_again),
     Rule("restarts.recovery_cap", ("RESUME-6",), restarts.recovery_cap, strict=True, moment=True),
     Rule("resume.superseded", ("SCOPE-7",), resume.superseded, strict=True),
+    Rule("scope.identities", ("SCOPE-1",), scope.identities),
+    Rule("scope.bindings", ("SCOPE-2",), scope.bindings),
+    Rule("scope.reconciled_sources", ("SCOPE-5",), scope.reconciled_sources, strict=True),
+    Rule("scope.stale_generations", ("LEASE-6",), scope.stale_generations, strict=True),
     Rule("resume.deliveries", ("SCOPE-6", "SCOPE-7"), resume.deliveries, strict=True),
     Rule("journal.second_worker_rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.second_worker_rows),
     Rule("resume.second_worker_phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.second_worker_phases),
     Rule("resume.second_worker_reuse", ("SCOPE-3", "SCOPE-4"), resume.second_worker_reuse),
     Rule("submission.second_worker_backing", ("SUB-4", "SUB-7"), submission.second_worker_backing),
     Rule("resume.second_worker_superseded", ("SCOPE-7",), resume.second_worker_superseded, strict=True),
+    Rule("scope.second_worker_identities", ("SCOPE-1",), scope.second_worker_identities),
+    Rule("leases.second_worker_own_leases", ("LEASE-1",), leases.second_worker_own_leases),
     # an outcome names the scenario's own rule for it, or no clause (convergence.STANDS_FOR)
     Rule("convergence.outcomes", (*convergence.CLAUSES, "OUT-2", None), convergence.outcomes),
 )

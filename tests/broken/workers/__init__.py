@@ -67,6 +67,7 @@ from tests.broken.workers.forged import (
     ForgesTheToolReport,
     LandsAnotherTree,
 )
+from tests.broken.workers.leases import KeepsCPTimeByItsOwnClock, RecordsTheSourceLease
 from tests.broken.workers.processes import (
     ClaimsInAHurry,
     DetachesTheTool,
@@ -85,10 +86,14 @@ from tests.broken.workers.resend import RenewsOnlyBeforeTheFirstSend
 from tests.broken.workers.scope import (
     ForgetsAbandonmentsAtRestart,
     IgnoresIdentityConflicts,
+    IgnoresStaleGenerations,
     IgnoresSupersededAttempts,
     LeavesTheFencesUnreported,
+    LeavesTheJobOutOfTheBinding,
     ReusesAcrossGenerations,
+    ReusesAReconciledAttempt,
     ReusesCommitDoneAcrossBindings,
+    StampsTheEarlierBinding,
 )
 from tests.broken.workers.settled import (
     AnswersContinueBeforeWaking,
@@ -369,6 +374,36 @@ ATTACK_BUGS["fences-a-conflict-twice"] = (
     FencesAConflictTwice,
     "fences a conflicting identity served a second time again, claimed then identity_conflict (RESUME-4)",
 )
+# Identity, scope and the WriterLease: each caught by one golden scenario, under the clause it breaks.
+ATTACK_BUGS.update(
+    {
+        "records-the-source-lease": (
+            RecordsTheSourceLease,
+            "copies a reused row whole from its source, the earlier attempt's lease_id with it (LEASE-1)",
+        ),
+        "keeps-cp-time-by-its-own-clock": (
+            KeepsCPTimeByItsOwnClock,
+            "adds its own clock's progress to the latest now_ms and renews at a boundary on that estimate (LEASE-2)",
+        ),
+        "stamps-the-earlier-binding": (
+            StampsTheEarlierBinding,
+            "writes a later attempt's rows with the binding of the task's earlier attempt in its journal (SCOPE-1)",
+        ),
+        "leaves-the-job-out-of-the-binding": (
+            LeavesTheJobOutOfTheBinding,
+            "compares bindings without job_id and reuses an earlier attempt's rows under another Job (SCOPE-2)",
+        ),
+        "reuses-a-reconciled-attempt": (
+            ReusesAReconciledAttempt,
+            "reuses the result_pending of an earlier attempt that ended in reconciliation_required (SCOPE-5)",
+        ),
+        "ignores-stale-generations": (
+            IgnoresStaleGenerations,
+            "runs and submits an attempt served with a generation below its journal's rows on the branch (LEASE-6)",
+        ),
+    }
+)
+
 
 if sys.platform == "linux":  # where the kit can look for it (conformance/_process/escaped.py)
     BUGS["leaves-a-daemon"] = (

@@ -126,3 +126,78 @@ class LeavesTheFencesUnreported(_Tracked):
             self._release(attempt.lease_id)
             return
         super()._finish(attempt)
+
+
+class LeavesTheJobOutOfTheBinding(_Tracked):
+    """Compares bindings on seven fields, ``job_id`` left out as a mere label, so it reuses an earlier attempt's
+    rows under another Job (SCOPE-2)."""
+
+    LEFT_OUT = "job_id"
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        first = attempt.first
+        real_rows = self.journal.rows
+
+        def rows() -> list[Row]:  # the earlier attempts of the task, as if issued under this attempt's Job
+            return [
+                row.replace(**{self.LEFT_OUT: getattr(first, self.LEFT_OUT)}) if row.task_id == first.task_id else row
+                for row in real_rows()
+            ]
+
+        with _patched(self.journal, "rows", rows):
+            return super()._reuse(attempt)
+
+
+class StampsTheEarlierBinding(_Tracked):
+    """Takes a later attempt's binding from its journal rather than from the claim: an attempt served while the
+    journal holds an earlier attempt of the task gets that attempt's eight binding fields in its rows (SCOPE-1)."""
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        earlier = [
+            row
+            for row in self.journal.rows()
+            if row.task_id == task.get("task_id") and row.attempt < task.get("attempt", 0)
+        ]
+        if earlier:
+            task = {**task, **{name: getattr(earlier[-1], name) for name in BINDING_FIELDS}}
+        super()._served(task, lease)
+
+
+class ReusesAReconciledAttempt(_Tracked):
+    """Reuses the result_pending of an earlier attempt with an identical binding even when that attempt ended in
+    reconciliation_required (SCOPE-5)."""
+
+    def _reuse(self, attempt: reference.Attempt) -> bool:
+        first = attempt.first
+        real_rows = self.journal.rows
+
+        def rows() -> list[Row]:  # the earlier attempts' reconciliation rows, out of sight
+            return [
+                row
+                for row in real_rows()
+                if not (row.task_id == first.task_id and row.attempt < first.attempt
+                        and row.phase == "reconciliation_required")
+            ]
+
+        with _patched(self.journal, "rows", rows):
+            return super()._reuse(attempt)
+
+
+class IgnoresStaleGenerations(_Tracked):
+    """Never fences a stale generation itself: an attempt served with a generation below its journal's rows on the
+    branch runs like any other, and submits (LEASE-6)."""
+
+    def _served(self, task: dict[str, Any], lease: dict[str, Any]) -> None:
+        real_rows = self.journal.rows
+        branch = (task.get("repository"), task.get("target_branch"))
+        generation = task.get("generation", 0)
+
+        def rows() -> list[Row]:  # the rows of a higher generation on the branch, out of sight
+            return [
+                row
+                for row in real_rows()
+                if (row.repository, row.target_branch) != branch or row.generation <= generation
+            ]
+
+        with _patched(self.journal, "rows", rows):
+            super()._served(task, lease)

@@ -29,6 +29,7 @@ from tests.fuzz.p1_workers import (
     procs,
     readings,
     resend,
+    scope_leases,
     settled,
     sideeffects,
     text,
@@ -125,6 +126,8 @@ ATTACKS.update(
         "rejection-resent-under-a-fresh-key": answers.ResendsARejectionUnderAFreshKey,
         "conflict-resubmitted-under-a-fresh-key": answers.ResubmitsAConflictUnderAFreshKeyAtRestart,
         "submitted-row-carries-another-body": answers.SubmittedRowCarriesAnotherBody,
+        "forges-the-newer-generation": scope_leases.ForgesTheNewerGeneration,
+        "lease-id-of-a-megabyte": scope_leases.LeaseIdOfAMegabyte,
     }
 )
 

@@ -108,11 +108,16 @@ def read_journal(state_dir: Path, folder: Folder | None = None) -> list[Row]:
     source = _Source(state_dir, folder)
     if source.lstat(JOURNAL_FILE) is None:
         return []
-    scratch = Path(tempfile.mkdtemp(prefix="resumekit-journal-"))
-    try:
-        rows = _read_copy(_copy_journal(source, scratch))
-    finally:
-        _files.remove(scratch)
+    files = _snapshot(source)
+    key = _digest(files)
+    rows = _known_rows(key)
+    if rows is None:
+        scratch = Path(tempfile.mkdtemp(prefix="resumekit-journal-"))
+        try:
+            rows = _read_copy(_write_copy(files, scratch))
+        finally:
+            _files.remove(scratch)
+        _remember_rows(key, rows)
     for row in rows:
         problem = ill_typed(row)
         if problem is not None:
@@ -150,25 +155,59 @@ class _Source:
             raise JournalUnreadable(f"{name}: {refused}") from None
 
 
-def _copy_journal(source: _Source, scratch: Path) -> Path:
-    """The journal and its side files copied into *scratch*, as one consistent moment of them.
+def _snapshot(source: _Source) -> dict[str, bytes | None]:
+    """The bytes of the journal and its side files (None: no such file), as one consistent moment of them.
 
-    A copy is taken again if any of the files changed while it was made (the worker may be writing: the
-    kit reads while it runs, JNL-6); the database and its WAL copied at different moments would be a
+    The files are read again if any of them changed while they were read (the worker may be writing: the
+    kit reads while it runs, JNL-6); the database and its WAL read at different moments would be a
     journal no writer ever left."""
     names = [JOURNAL_FILE, *(JOURNAL_FILE + side for side in _SIDE_FILES)]
     for _ in range(_COPY_TRIES):
         before = [_identity(source, name) for name in names]
-        for name, seen in zip(names, before, strict=True):
-            target = scratch / name
-            target.unlink(missing_ok=True)
-            if seen is not None:
-                target.write_bytes(source.read(name))
+        files = {name: None if seen is None else source.read(name) for name, seen in zip(names, before, strict=True)}
         if [_identity(source, name) for name in names] == before:
             if before[0] is None:
                 raise JournalUnreadable(f"{JOURNAL_FILE} disappeared while the kit read it")
-            return scratch / JOURNAL_FILE
+            return files
     raise JournalUnreadable(f"{JOURNAL_FILE} changed during each of {_COPY_TRIES} copies the kit made to read it")
+
+
+def _write_copy(files: Mapping[str, bytes | None], scratch: Path) -> Path:
+    """The snapshot written into *scratch*, where SQLite opens it; the copy's database file."""
+    for name, data in files.items():
+        if data is not None:
+            (scratch / name).write_bytes(data)
+    return scratch / JOURNAL_FILE
+
+
+def _digest(files: Mapping[str, bytes | None]) -> bytes:
+    """What names a snapshot: its bytes, never the files' sizes or times, which the worker can set."""
+    hasher = hashlib.sha256()
+    for name, data in files.items():
+        hasher.update(f"{name}\0{-1 if data is None else len(data)}\0".encode())
+        hasher.update(data or b"")
+    return hasher.digest()
+
+
+# The kit reads a journal a dozen times in a case, most often unchanged since the last read: the rows of
+# a snapshot already read are taken again instead of copying it and opening SQLite once more.
+_KNOWN_MOST = 256  # snapshots whose rows are kept, the oldest forgotten first
+_known: dict[bytes, tuple[tuple[tuple[str, Any], ...], ...]] = {}
+_known_lock = threading.Lock()
+
+
+def _known_rows(key: bytes) -> list[Row] | None:
+    with _known_lock:
+        kept = _known.get(key)
+    return None if kept is None else [dict(items) for items in kept]
+
+
+def _remember_rows(key: bytes, rows: Sequence[Row]) -> None:
+    kept = tuple(tuple(row.items()) for row in rows)
+    with _known_lock:
+        _known[key] = kept
+        while len(_known) > _KNOWN_MOST:
+            del _known[next(iter(_known))]
 
 
 def _identity(source: _Source, name: str) -> tuple[int, int, int, int] | None:

@@ -141,8 +141,8 @@ def test_shard_needs_a_seed_and_jobs_accepts_auto() -> None:
     assert code == EXIT_USAGE and "--seed" in err
     assert _parser().parse_args(["run", "--jobs", "auto"]).jobs >= 1
     assert _parser().parse_args(["run", "--jobs", "0"]).jobs >= 1
-    # The default uses the machine: one case per CPU.
-    assert _parser().parse_args(["run"]).jobs == (os.cpu_count() or 1)
+    # The default uses the machine: one case per CPU and one more, to fill what waiting cases leave.
+    assert _parser().parse_args(["run"]).jobs == (os.cpu_count() or 1) + 1
     assert _parser().parse_args(["run", "--jobs", "1"]).jobs == 1
     with pytest.raises(SystemExit):
         _parser().parse_args(["run", "--jobs", "-1"])

@@ -27,6 +27,22 @@ class _Tracked(reference.Worker):
         return row
 
 
+class _AtBoundary(_Tracked):
+    """A worker that knows when it renews at a step boundary (while it records a row), not before a governed
+    side effect: the bugs of the local clock skip only the boundary's renewal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.at_boundary = False
+
+    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
+        self.at_boundary = True
+        try:
+            return super()._record(attempt, phase, **columns)
+        finally:
+            self.at_boundary = False
+
+
 @contextlib.contextmanager
 def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
     original = getattr(owner, name)

@@ -12,7 +12,7 @@ from resumekit.reference.p1 import git
 from resumekit.reference.p1 import worker as reference
 from resumekit.reference.p1.client import quote
 from resumekit.reference.p1.journal import Row
-from tests.broken.workers._base import _patched, _Tracked, _write_origin
+from tests.broken.workers._base import _AtBoundary, _patched, _Tracked, _write_origin
 
 
 class RecommitsAfterCommitDone(_Tracked):
@@ -120,7 +120,7 @@ class ForcesAfterARefusedPush(_Tracked):
             super()._governed_commit(attempt, path, oid)
 
 
-class RenewsByTheLocalClock(_Tracked):
+class RenewsByTheLocalClock(_AtBoundary):
     """Decides at each step boundary from its own monotonic clock whether its lease needs renewing, taking it
     for fresh while less than half a 30 s TTL has passed on that clock since it last renewed (LEASE-2,
     LEASE-3): the kit's clock moves without the worker's, so the lease expires under it. Before a governed
@@ -131,14 +131,6 @@ class RenewsByTheLocalClock(_Tracked):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.renewed_at: dict[str, float] = {}  # lease_id -> time.monotonic() of its last successful renewal
-        self.at_boundary = False
-
-    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
-        self.at_boundary = True
-        try:
-            return super()._record(attempt, phase, **columns)
-        finally:
-            self.at_boundary = False
 
     def _renew(self, attempt: reference.Attempt) -> bool:
         last = self.renewed_at.get(attempt.lease_id)

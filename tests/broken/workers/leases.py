@@ -9,7 +9,7 @@ from typing import Any
 from resumekit.reference.p1 import worker as reference
 from resumekit.reference.p1.client import Answer
 from resumekit.reference.p1.journal import Row
-from tests.broken.workers._base import _Tracked
+from tests.broken.workers._base import _AtBoundary, _Tracked
 
 
 class RecordsTheSourceLease(_Tracked):
@@ -25,7 +25,7 @@ class RecordsTheSourceLease(_Tracked):
         return super()._record(attempt, phase, **columns)
 
 
-class KeepsCPTimeByItsOwnClock(_Tracked):
+class KeepsCPTimeByItsOwnClock(_AtBoundary):
     """Keeps CP time between answers by adding its own monotonic clock's progress to the latest ``now_ms`` it was
     told, and at a step boundary renews only when that estimate puts its lease past half its TTL (LEASE-2): the
     kit's clock moves without the worker's, so it takes a lease the kit aged for a young one and asks nothing.
@@ -35,7 +35,6 @@ class KeepsCPTimeByItsOwnClock(_Tracked):
         super().__init__(*args, **kwargs)
         self.told: tuple[int, float] | None = None  # (now_ms of the latest answer, time.monotonic() then)
         self.expiry: dict[str, tuple[int, int]] = {}  # lease_id -> (expires_at_ms, ttl_ms) of its latest renewal
-        self.at_boundary = False
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
                  headers: dict[str, str] | None = None) -> Answer:
@@ -48,13 +47,6 @@ class KeepsCPTimeByItsOwnClock(_Tracked):
             if isinstance(expires, int) and isinstance(ttl, int):
                 self.expiry[str(lease.get("lease_id"))] = (expires, ttl)
         return answer
-
-    def _record(self, attempt: reference.Attempt, phase: str, **columns: Any) -> Row:
-        self.at_boundary = True
-        try:
-            return super()._record(attempt, phase, **columns)
-        finally:
-            self.at_boundary = False
 
     def _renew(self, attempt: reference.Attempt) -> bool:
         known = self.expiry.get(attempt.lease_id)

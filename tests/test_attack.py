@@ -529,6 +529,13 @@ STATIC.update(
         ),
     }
 )
+# The last clauses the audit found with no check of their own, each named by it (tests/broken/workers/tasks.py, ...).
+STATIC.update(
+    {
+        # The capture's body lists README.md only, not src/widget.txt (TASK-3).
+        "captures-the-top-level-only": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"TASK-3"})),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )
@@ -693,6 +700,7 @@ OWN_CHECKS = {
     "takes-only-created-as-success": "answers.successes",
     "rejects-on-a-lost-lease": "answers.rejections",
     "resubmits-a-conflict-at-restart": "convergence.hard_failures",
+    "captures-the-top-level-only": "tasks.captures",
 }
 
 

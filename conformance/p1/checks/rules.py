@@ -29,6 +29,7 @@ from resumekit.conformance.p1.checks import (
     resume,
     scope,
     submission,
+    tasks,
 )
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
@@ -96,6 +97,7 @@ RULES: tuple[Rule, ...] = (
     Rule("commit.pushed_once", ("COMMIT-3",), commit.pushed_once),
     Rule("submission.sent", ("KEY-1", "SUB-4"), submission.sent),
     Rule("submission.stored_result", ("TASK-2",), submission.stored_result),
+    Rule("tasks.captures", ("TASK-3",), tasks.captures),
     Rule("submission.backing", ("SUB-4", "SUB-7"), submission.backing),
     Rule("submission.exact_match", ("SUB-5",), submission.exact_match),
     Rule("answers.successes", ("SUB-3",), answers.successes),

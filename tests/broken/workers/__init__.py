@@ -114,6 +114,7 @@ from tests.broken.workers.submission import (
     ReusesTheOldKey,
     SubmitsBeforePending,
 )
+from tests.broken.workers.tasks import CapturesTheTopLevelOnly
 from tests.broken.workers.vacuity import DropsEveryTask, NeverClaims
 
 # bug -> (worker class, what it does wrong)
@@ -459,4 +460,11 @@ ATTACK_BUGS["pushes-without-reading-the-branch"] = (
 ATTACK_BUGS["skips-the-lease-read-before-the-push"] = (
     SkipsTheLeaseReadBeforeThePush,
     "never reads the branch's leases before its push, so a second ACTIVE lease goes unseen (COMMIT-6)",
+)
+
+
+# The last clauses of the audit with no check of their own, each caught by it (tasks.py, killpoints.py, ...).
+ATTACK_BUGS["captures-the-top-level-only"] = (
+    CapturesTheTopLevelOnly,
+    "lists only the top level's blobs in a capture's body, none in a directory (TASK-3)",
 )

@@ -534,6 +534,12 @@ STATIC.update(
     {
         # The capture's body lists README.md only, not src/widget.txt (TASK-3).
         "captures-the-top-level-only": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"TASK-3"})),
+        # Killed at tool_started, its journal ends at workspace_prepared, not verification_passed (FPT-3).
+        "runs-the-tool-before-verifying": (
+            "p1-strict-tool-tree-dies-with-the-worker",
+            "WORKER_RESTART_RESUME",
+            frozenset({"FPT-3"}),
+        ),
     }
 )
 CAUGHT.update(
@@ -701,6 +707,7 @@ OWN_CHECKS = {
     "rejects-on-a-lost-lease": "answers.rejections",
     "resubmits-a-conflict-at-restart": "convergence.hard_failures",
     "captures-the-top-level-only": "tasks.captures",
+    "runs-the-tool-before-verifying": "failpoints.kit_kills",
 }
 
 

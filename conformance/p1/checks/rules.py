@@ -112,6 +112,7 @@ RULES: tuple[Rule, ...] = (
     Rule("leases.own_leases", ("LEASE-1",), leases.own_leases),
     Rule("leases.clock_reads", ("LEASE-2",), leases.clock_reads),
     Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
+    Rule("failpoints.kit_kills", ("FPT-3",), failpoints.kit_kills),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
     Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
     Rule("commit.origin_refs", ("COMMIT-3",), commit.origin_refs),

@@ -67,6 +67,7 @@ from tests.broken.workers.forged import (
     ForgesTheToolReport,
     LandsAnotherTree,
 )
+from tests.broken.workers.killpoints import RunsTheToolBeforeVerifying
 from tests.broken.workers.leases import KeepsCPTimeByItsOwnClock, RecordsTheSourceLease
 from tests.broken.workers.processes import (
     ClaimsInAHurry,
@@ -467,4 +468,8 @@ ATTACK_BUGS["skips-the-lease-read-before-the-push"] = (
 ATTACK_BUGS["captures-the-top-level-only"] = (
     CapturesTheTopLevelOnly,
     "lists only the top level's blobs in a capture's body, none in a directory (TASK-3)",
+)
+ATTACK_BUGS["runs-the-tool-before-verifying"] = (
+    RunsTheToolBeforeVerifying,
+    "runs the kit's tool before it records verification_passed, so a kill at tool_started finds none (FPT-3)",
 )

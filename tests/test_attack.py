@@ -534,6 +534,8 @@ STATIC.update(
     {
         # The capture's body lists README.md only, not src/widget.txt (TASK-3).
         "captures-the-top-level-only": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"TASK-3"})),
+        # Its release goes to the host's root, outside the base URL it was given (WRK-1).
+        "releases-from-the-host-root": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"WRK-1"})),
         # Killed at tool_started, its journal ends at workspace_prepared, not verification_passed (FPT-3).
         "runs-the-tool-before-verifying": (
             "p1-strict-tool-tree-dies-with-the-worker",
@@ -708,6 +710,7 @@ OWN_CHECKS = {
     "resubmits-a-conflict-at-restart": "convergence.hard_failures",
     "captures-the-top-level-only": "tasks.captures",
     "runs-the-tool-before-verifying": "failpoints.kit_kills",
+    "releases-from-the-host-root": "processes.base_urls",
 }
 
 

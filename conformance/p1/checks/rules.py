@@ -114,6 +114,7 @@ RULES: tuple[Rule, ...] = (
     Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
     Rule("failpoints.kit_kills", ("FPT-3",), failpoints.kit_kills),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
+    Rule("processes.base_urls", ("WRK-1",), processes.base_urls),
     Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
     Rule("commit.origin_refs", ("COMMIT-3",), commit.origin_refs),
     Rule("commit.ref_reports", ("COMMIT-3",), commit.ref_reports),

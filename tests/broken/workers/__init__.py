@@ -25,6 +25,7 @@ from tests.broken.workers.attempts import (
     OmitsEmptyMembers,
     PrefetchesTheNextTask,
 )
+from tests.broken.workers.baseurl import ReleasesFromTheHostRoot
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
@@ -472,4 +473,8 @@ ATTACK_BUGS["captures-the-top-level-only"] = (
 ATTACK_BUGS["runs-the-tool-before-verifying"] = (
     RunsTheToolBeforeVerifying,
     "runs the kit's tool before it records verification_passed, so a kill at tool_started finds none (FPT-3)",
+)
+ATTACK_BUGS["releases-from-the-host-root"] = (
+    ReleasesFromTheHostRoot,
+    "sends its lease releases to the host's root, outside the base URL it was given (WRK-1)",
 )

@@ -534,6 +534,12 @@ STATIC.update(
     {
         # The capture's body lists README.md only, not src/widget.txt (TASK-3).
         "captures-the-top-level-only": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"TASK-3"})),
+        # The result_pending commit fails with ENOSPC; it submits the row from memory (JNL-7).
+        "submits-a-pending-it-failed-to-commit": (
+            "p1-disk-journal-write-enospc-never-advances",
+            "CHECKPOINT_DURABLE_WRITE",
+            frozenset({"JNL-7"}),
+        ),
         # Its release goes to the host's root, outside the base URL it was given (WRK-1).
         "releases-from-the-host-root": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"WRK-1"})),
         # Killed at tool_started, its journal ends at workspace_prepared, not verification_passed (FPT-3).
@@ -711,6 +717,7 @@ OWN_CHECKS = {
     "captures-the-top-level-only": "tasks.captures",
     "runs-the-tool-before-verifying": "failpoints.kit_kills",
     "releases-from-the-host-root": "processes.base_urls",
+    "submits-a-pending-it-failed-to-commit": "journal.failed_writes",
 }
 
 

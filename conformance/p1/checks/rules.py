@@ -91,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.rows),
     Rule("journal.seq_order", ("JNL-3",), journal.seq_order),
     Rule("journal.one_attempt_at_a_time", ("WRK-2",), journal.one_attempt_at_a_time),
+    Rule("journal.failed_writes", ("JNL-7",), journal.failed_writes, moment=True),
     Rule("resume.phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.phases),
     Rule("phases.claimed_as_served", ("PHASE-1",), phases.claimed_as_served),
     Rule("phases.commit_done_landed", ("PHASE-1",), phases.commit_done_landed),

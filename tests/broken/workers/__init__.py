@@ -62,6 +62,7 @@ from tests.broken.workers.durability import (
     TakesThePhaseFromTheCache,
     WritesTheCacheFirst,
 )
+from tests.broken.workers.failedwrites import SubmitsAPendingItFailedToCommit
 from tests.broken.workers.forged import (
     ConvergesWithoutTheReceipt,
     ForgesTheRefReport,
@@ -477,4 +478,8 @@ ATTACK_BUGS["runs-the-tool-before-verifying"] = (
 ATTACK_BUGS["releases-from-the-host-root"] = (
     ReleasesFromTheHostRoot,
     "sends its lease releases to the host's root, outside the base URL it was given (WRK-1)",
+)
+ATTACK_BUGS["submits-a-pending-it-failed-to-commit"] = (
+    SubmitsAPendingItFailedToCommit,
+    "submits a result_pending row whose commit reported an error, from memory (JNL-7)",
 )

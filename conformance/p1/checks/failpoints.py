@@ -228,7 +228,8 @@ def _subject(log: Sequence[Mapping[str, Any]], number: Any) -> tuple[Any, Any] |
     for entry in log if number is not None else ():
         if entry.get("request") != number:
             continue
-        named = entry.get("lease") if isinstance(entry.get("lease"), Mapping) else entry
+        lease = entry.get("lease")
+        named: Mapping[str, Any] = lease if isinstance(lease, Mapping) else entry
         if named.get("task_id") is not None and named.get("attempt") is not None:
             return named.get("task_id"), named.get("attempt")
     return None

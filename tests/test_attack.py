@@ -529,6 +529,27 @@ STATIC.update(
         ),
     }
 )
+# The last clauses the audit found with no check of their own, each named by it (tests/broken/workers/tasks.py, ...).
+STATIC.update(
+    {
+        # The capture's body lists README.md only, not src/widget.txt (TASK-3).
+        "captures-the-top-level-only": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"TASK-3"})),
+        # The result_pending commit fails with ENOSPC; it submits the row from memory (JNL-7).
+        "submits-a-pending-it-failed-to-commit": (
+            "p1-disk-journal-write-enospc-never-advances",
+            "CHECKPOINT_DURABLE_WRITE",
+            frozenset({"JNL-7"}),
+        ),
+        # Its release goes to the host's root, outside the base URL it was given (WRK-1).
+        "releases-from-the-host-root": ("p1-capture-completes", "CHECKPOINT_DURABLE_WRITE", frozenset({"WRK-1"})),
+        # Killed at tool_started, its journal ends at workspace_prepared, not verification_passed (FPT-3).
+        "runs-the-tool-before-verifying": (
+            "p1-strict-tool-tree-dies-with-the-worker",
+            "WORKER_RESTART_RESUME",
+            frozenset({"FPT-3"}),
+        ),
+    }
+)
 CAUGHT.update(
     {bug: (("--kind", "p1", "--only", scenario), gate, clauses) for bug, (scenario, gate, clauses) in STATIC.items()}
 )
@@ -693,6 +714,10 @@ OWN_CHECKS = {
     "takes-only-created-as-success": "answers.successes",
     "rejects-on-a-lost-lease": "answers.rejections",
     "resubmits-a-conflict-at-restart": "convergence.hard_failures",
+    "captures-the-top-level-only": "tasks.captures",
+    "runs-the-tool-before-verifying": "failpoints.kit_kills",
+    "releases-from-the-host-root": "processes.base_urls",
+    "submits-a-pending-it-failed-to-commit": "journal.failed_writes",
 }
 
 

@@ -161,3 +161,66 @@ def test_before_receipt_at_a_convergence_checks_first_send_is_no_fpt_1_finding()
         assert judged("failpoints.receipt_resends", _blocked_after(told)) == []
     assert judged("failpoints.receipt_resends", _blocked_after(other, "w2")) == []
     assert judged("failpoints.receipt_resends", Told()) == []
+
+
+# -- the kit-side kill points (FPT-3) ----------------------------------------------------------------------------
+
+_KILLED = "a kit-side kill point"
+
+
+def _killed_at(at: str, endpoint: str, rows: list[dict[str, Any]], *, before: Told | None = None,
+               **named: Any) -> Told:
+    """A request number 7 the control plane killed w1 on at *at*, the entries naming its attempt, the kill, and
+    the journal as the kit read it next."""
+    told = before or Told()
+    for kind, entry in named.items():
+        told.logged(kind, request=7, **entry)
+    told.logged("request", request=7, worker="w1", endpoint=endpoint, status=0, answer="drop", kill_point=at)
+    return told.by("w1", "killed", signal="SIGKILL", at=at, by=_KILLED).read(rows, why="wait", worker="w1")
+
+
+def test_no_kill_point_or_no_read_after_it_is_nothing_to_judge() -> None:
+    assert judged("failpoints.kit_kills", Told().read([row(1, "claimed")], why="wait")) == []
+    unread = Told().logged("request", request=7, kill_point="server_result_stored", endpoint="result")
+    assert judged("failpoints.kit_kills", unread.by("w1", "killed", at="server_result_stored", by=_KILLED)) == []
+    # A kill of a step (no kill point) is not judged here, whatever the journal holds.
+    stepped = Told().by("w1", "killed", at=None, by="a step").read([row(1, "claimed")], why="wait")
+    assert judged("failpoints.kit_kills", stepped) == []
+
+
+def test_each_kill_point_leaves_the_row_its_table_names_as_the_attempts_last() -> None:
+    through = ["claimed", "workspace_prepared", "verification_passed", "commit_done", "result_pending"]
+    cases = [
+        ("server_result_received", "result", {"moment": {"check": "submission", "task_id": "t-1", "attempt": 1}}, 5),
+        ("server_result_stored", "result", {"governed": {"task_id": "t-1", "attempt": 1}}, 5),
+        ("server_receipt_recorded", "receipt", {"governed": {"task_id": "t-1", "attempt": 1}}, 4),
+        ("origin_ref_updated", "origin_updated", {"origin_ref_updated": {"task_id": "t-1", "attempt": 1}}, 3),
+        ("tool_started", "tool_started", {}, 3),
+    ]
+    for at, endpoint, named, upto in cases:
+        rows = [row(seq, phase) for seq, phase in enumerate(through[:upto], 1)]
+        assert judged("failpoints.kit_kills", _killed_at(at, endpoint, rows, **named)) == [], at
+        ahead = [*rows, row(upto + 1, "result_submitted" if upto == 5 else through[upto])]
+        (found,) = judged("failpoints.kit_kills", _killed_at(at, endpoint, ahead, **named))
+        assert (found.clause, found.pointer) == ("FPT-3", f"/kill-points/{at}"), at
+        assert f"not {through[upto - 1]!r}" in (found.note or ""), found.note
+    # Another attempt's rows after it are not this attempt's: its last row is what counts.
+    other = [row(1, "claimed"), row(2, "result_pending", attempt=1), row(3, "claimed", attempt=2)]
+    named = {"governed": {"task_id": "t-1", "attempt": 1}}
+    assert judged("failpoints.kit_kills", _killed_at("server_result_stored", "result", other, **named)) == []
+
+
+def test_a_claim_killed_before_its_answer_leaves_no_row_of_the_attempt() -> None:
+    granted = {"lease": {"event": "granted", "lease": {"task_id": "t-1", "attempt": 1}}}
+    assert judged("failpoints.kit_kills", _killed_at("server_claim_granted", "claim", [], **granted)) == []
+    (found,) = judged("failpoints.kit_kills", _killed_at("server_claim_granted", "claim", [row(1, "claimed")],
+                                                          **granted))
+    assert found.clause == "FPT-3" and "['claimed']" in (found.note or "")
+    # A delivery served again: the rows held as the claim arrived (the kit's read at it) are no new rows ...
+    held = [row(1, "claimed"), row(2, "workspace_prepared")]
+    replayed = {"replayed_delivery": {"task_id": "t-1", "attempt": 1}}
+    read_at = Told().read(held, why="moment", worker="w1", request=7)
+    told = _killed_at("server_claim_granted", "claim", held, before=read_at, **replayed)
+    assert judged("failpoints.kit_kills", told) == []
+    # ... and without that read its earlier rows cannot be told from new ones: nothing is judged.
+    assert judged("failpoints.kit_kills", _killed_at("server_claim_granted", "claim", held, **replayed)) == []

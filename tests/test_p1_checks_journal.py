@@ -221,3 +221,40 @@ def test_the_rows_of_one_attempt_come_before_the_next_attempts_claim() -> None:
     assert "after the claimed row (seq 2) of attempt 1 of 'b'" in (found.note or "")
     second = judged("journal.one_attempt_at_a_time", Told().read(one_by_one).read(both, journal="second"))
     assert [m.pointer for m in second] == ["/second-worker/journal/a/1/3"]
+
+
+# -- JNL-7: no side effect on a row whose commit failed ------------------------------------------------------------
+
+_FAULT = {"file": "journal", "op": "write", "errno": "ENOSPC", "hit": 5}
+
+
+def _sent(rows: list[dict[str, Any]], check: str = "submission", fault: dict[str, Any] | None = _FAULT) -> Told:
+    """w1 started (armed with *fault*), the journal the kit read as its request 7 arrived, and the moment."""
+    told = Told().by("w1", "started", pid=1, diskFault=fault)
+    told.read(rows, why="moment", worker="w1", request=7)
+    return told.logged("moment", check=check, request=7, worker="w1", task_id="t-1", attempt=1)
+
+
+def test_no_disk_fault_or_no_read_at_the_request_is_nothing_to_judge_for_jnl_7() -> None:
+    assert judged("journal.failed_writes", Told()) == []
+    assert judged("journal.failed_writes", _sent([row(1, "claimed")], fault=None)) == []
+    # A cache's failed write leaves its row durable: nothing of the journal rests on it.
+    assert judged("journal.failed_writes", _sent([row(1, "claimed")], fault={**_FAULT, "file": "cache"})) == []
+    unread = Told().by("w1", "started", pid=1, diskFault=_FAULT).logged("moment", check="submission", request=7,
+                                                                       worker="w1", task_id="t-1", attempt=1)
+    assert judged("journal.failed_writes", unread) == []
+
+
+def test_a_submission_or_receipt_without_its_row_after_a_failed_commit_is_jnl_7() -> None:
+    done = [row(1, "claimed"), row(2, "source_capture_done", result_hash="h", result_body="{}")]
+    assert judged("journal.failed_writes", _sent([*done, row(3, "result_pending", idempotency_key="k")])) == []
+    (found,) = judged("journal.failed_writes", _sent(done))
+    assert (found.clause, found.pointer, found.actual) == ("JNL-7", "/workers/w1/submission/7", ["source_capture_done"])
+    assert "ENOSPC from write #5 of the journal" in (found.note or "")
+    # A receipt rests on commit_done, or on a reused result_pending that carries the commit.
+    verified = [row(1, "claimed"), row(2, "verification_passed")]
+    assert clauses(judged("journal.failed_writes", _sent(verified, "receipt"))) == ["JNL-7"]
+    assert judged("journal.failed_writes", _sent([*verified, row(3, "commit_done")], "receipt")) == []
+    # Another attempt's row backs nothing of this one.
+    other = [row(1, "claimed", 2), row(2, "result_pending", 2)]
+    assert clauses(judged("journal.failed_writes", _sent(other))) == ["JNL-7"]

@@ -15,7 +15,8 @@ AT_STOP = ("processes.replies", "processes.kit_files", "processes.waits", "proce
 
 
 @pytest.mark.parametrize("name", [*AT_STOP, "processes.watch", "processes.outlived", "processes.scratch_left",
-                                  "processes.kit_paths", "processes.pacing", "processes.tool"])
+                                  "processes.kit_paths", "processes.pacing", "processes.tool",
+                                  "processes.base_urls"])
 def test_a_history_without_the_events_a_rule_judges_has_nothing_wrong_for_it(name: str) -> None:
     # Each of these rules judges what a process did; no such event, nothing to fail (the tool's rule judges
     # only a worker started with the tool, which an empty history has not).
@@ -142,6 +143,35 @@ def test_a_call_to_a_kit_path_fails_cp_22_once_per_base_url_naming_the_first() -
         ("CP-22", "/control-plane/kit-paths/w1", "POST _kit/origin/check"),
     ]
     assert "2 request(s)" in str(found[1].note) and "'w1'" in str(found[1].note)
+
+
+def _requested(*requests: tuple[str | None, str, str | None]) -> Told:
+    """Processes w1 and w2 started, then requests (worker, path, endpoint) as the control plane logs them."""
+    told = Told().by("w1", "started", pid=1).by("w2", "started", pid=2)
+    for number, (worker, path, endpoint) in enumerate(requests, start=1):
+        told.logged("request", request=number, worker=worker, method="POST", path=path, endpoint=endpoint, status=404)
+    return told
+
+
+def test_every_request_comes_through_the_base_url_of_a_worker_the_kit_started() -> None:
+    ours = _requested(("w1", "v1/claims", "claim"), ("w2", "v1/leases/x/renew", "renew"),
+                      (None, "_kit/<secret>/origin/check", "origin_check"), (None, "_kit/<secret>/tool/started",
+                                                                             "tool_started"))
+    assert judged("processes.base_urls", ours) == []
+    # From the host's root (no base URL at all), or through a base URL the kit gave no process: one finding
+    # per base URL, the first request named and all of them counted.
+    stray = _requested(("w1", "v1/claims", "claim"), (None, "v1/leases/x/release", None), (None, "v1/claims", None),
+                       ("w9", "v1/claims", "claim"))
+    found = judged("processes.base_urls", stray)
+    assert [(m.clause, m.pointer, m.actual) for m in found] == [
+        ("WRK-1", "/control-plane/requests/None", "POST v1/leases/x/release"),
+        ("WRK-1", "/control-plane/requests/w9", "POST v1/claims"),
+    ]
+    assert "2 request(s) came outside any worker's base URL" in str(found[0].note)
+    # A _kit/ path without the secret is CP-22's, not this rule's.
+    refused = _requested((None, "_kit/origin/check", None)).logged("kit_path_refused", request=1, worker=None,
+                                                                  method="POST", path="_kit/origin/check")
+    assert judged("processes.base_urls", refused) == []
 
 
 def _claims(*claims: tuple[str, float | None, bool]) -> Told:

@@ -180,6 +180,13 @@ ATTACKS += [
     Attack("claimed-task-nested-deep", CAPTURE, clauses=("PHASE-1",)),
 ]
 
+# The last clauses the audit found with no check of their own (tests/fuzz/p1_workers/gaps.py): a capture body of
+# 50,000 blobs the tree lacks, and a claim through a base URL the kit gave no process.
+ATTACKS += [
+    Attack("captures-fifty-thousand-blobs", CAPTURE, clauses=("TASK-3",)),
+    Attack("claims-through-another-base-url", CAPTURE, clauses=("WRK-1",)),
+]
+
 def decoy_journal(context: Context) -> Path:
     """A SQLite file in WAL mode in the campaign's decoy tree, made once and the tree's checksum taken again:
     a reader that follows a link to it leaves a -shm or -wal beside it, which the checksum tells."""

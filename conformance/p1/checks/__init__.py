@@ -17,10 +17,10 @@ Two moments to judge:
 The sections, each the module of the spec's section whose clauses it enforces: ``journal`` (JNL, with the
 JNL-5/JNL-6 settings the worker attests, and WRK-2 as the rows show it), ``cache`` (CACHE), ``phases`` (PHASE-1),
 ``resume`` (PHASE, SCOPE-3/4/6/7, RESUME), ``scope`` (SCOPE-1/2/5, and LEASE-6's fence), ``restarts`` (RESUME-3,
-RESUME-4, RESUME-6), ``submission`` (KEY, SUB, TASK-2) and ``answers`` (what a submission's answer means, SUB-3
-and SUB-6), ``commit`` (COMMIT and the origins' CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN),
-``processes`` (WRK, CRASH-2, ADP, CP-22), ``convergence`` (OUT, with a submission after a hard failure, and each
-task's expected outcome, FPT-4), ``failpoints`` (FPT-1, FPT-2 and the catalog), and ``campaigns`` (FPT-4, FPT-5
-of a crash matrix or a soak); ``_shared`` holds the little they share. ``resumekit list --checks`` lists every
-rule.
+RESUME-4, RESUME-6), ``tasks`` (TASK-3: a capture's result, and its origin left unwritten), ``submission`` (KEY,
+SUB, TASK-2) and ``answers`` (what a submission's answer means, SUB-3 and SUB-6), ``commit`` (COMMIT and the
+origins' CP-17/CP-18), ``leases`` (LEASE), ``cleanup`` (CLEAN), ``processes`` (WRK, CRASH-2, ADP, CP-22),
+``convergence`` (OUT, with a submission after a hard failure, and each task's expected outcome, FPT-4),
+``failpoints`` (FPT-1, FPT-2 and the catalog), and ``campaigns`` (FPT-4, FPT-5 of a crash matrix or a soak);
+``_shared`` holds the little they share. ``resumekit list --checks`` lists every rule.
 """

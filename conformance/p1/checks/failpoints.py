@@ -1,6 +1,7 @@
 """Failpoints (docs/spec/p1.md, section 14): a worker blocks at the site armed, in the durable state its
-catalog names there (FPT-1, FPT-2), ``before_receipt`` passed on no resend of a receipt (FPT-1); and the catalog
-itself: which names are sites, and what is durable at each.
+catalog names there (FPT-1, FPT-2), ``before_receipt`` passed on no resend of a receipt (FPT-1); the journal a
+kit-side kill point leaves holds what FPT-3's table names there; and the catalog itself: which names are sites,
+and what is durable at each.
 
 The harness records each block (``blocked``: the site the worker named, the one armed, and what the kit
 read as it stood there: the task's rows, the last row of every attempt, the cache and any temporaries).
@@ -162,6 +163,105 @@ OTHER_DURABLE: Mapping[str, tuple[frozenset[str], str] | None] = {
     "before_report": (frozenset({"reconciliation_required"}), "OUT-1"),
     "before_release": (frozenset({"result_submitted", "reconciliation_required"}), "LEASE-5"),
 }
+
+# What is durable in the worker at each kit-side kill point (FPT-3's table): the last row of the attempt the
+# point's request names, or of the journal where it names none (the tool's); None: no row of the attempt that
+# the journal did not hold before (a claim granted and not yet answered, a replayed delivery's included).
+KIT_KILLS: Mapping[str, str | None] = {
+    "server_claim_granted": None,
+    "server_result_received": "result_pending",
+    "server_result_stored": "result_pending",
+    "server_receipt_recorded": "commit_done",
+    "origin_ref_updated": "verification_passed",
+    "tool_started": "verification_passed",
+}
+_KIT_KILL = "a kit-side kill point"  # the ``by`` of a kill the control plane made at one
+_SERVED_AGAIN = ("replayed_delivery", "conflicting_delivery")  # a claim answered with an attempt served before
+
+
+def kit_kills(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """FPT-3: the journal the kit read first after a kit-side kill point holds what the table names durable there:
+    the worker held the request, unanswered, so it had recorded all it records before sending it and nothing its
+    answer decides. A kill point is no failpoint: the worker cannot say where it stands, so the kit reads it."""
+    found = []
+    for event in history.of(None, "killed"):
+        at = event.get("at")
+        if event.get("by") != _KIT_KILL or not isinstance(at, str) or at not in KIT_KILLS:
+            continue
+        after = _read_after(history.events, event.seq, _journal_of(history.events, event.actor))
+        number = _killed_request(history.of(CONTROL_PLANE, "request"), at, event.seq)
+        subject = _subject(history.log, number)
+        before = _held_before(history, at, number)
+        if after is None or before is None:
+            continue  # no read of the journal after the kill, or none of it as the claim arrived: nothing seen
+        problem = _kill_state(at, subject, before, list(after.get("rows", ())))
+        if problem is not None:
+            note = f"killed by the kit at {at!r}, the worker's journal shows that {problem}"
+            expected = KIT_KILLS[at] or "no row of the attempt beyond those held as the claim arrived"
+            found.append(Mismatch(f"/kill-points/{at}", expected, problem, "FPT-3", note, event=after.seq))
+    return found
+
+
+def _journal_of(events: Sequence[Event], worker: str) -> str:
+    """Which journal a worker process keeps (a scenario's second worker keeps the second one)."""
+    for event in events:
+        if event.actor == "journal" and event.kind == "read" and event.get("worker") == worker:
+            return str(event.get("journal"))
+    return "first"
+
+
+def _read_after(events: Sequence[Event], seq: int, journal: str) -> Event | None:
+    """The first read of *journal* after event *seq*."""
+    reads = (e for e in events if e.actor == "journal" and e.kind == "read" and e.get("journal") == journal)
+    return next((e for e in reads if e.seq > seq), None)
+
+
+def _killed_request(requests: Sequence[Event], at: str, seq: int) -> Any:
+    """The number of the request the control plane killed the worker at *at* on, the latest before event *seq*."""
+    numbers = [e.get("request") for e in requests if e.seq < seq and e.get("kill_point") == at]
+    return numbers[-1] if numbers else None
+
+
+def _subject(log: Sequence[Mapping[str, Any]], number: Any) -> tuple[Any, Any] | None:
+    """(task_id, attempt) the request *number* names in an entry the control plane logged for it (a task's state,
+    a lease, a moment, a ref update); None where it names none (the tool's announcement)."""
+    for entry in log if number is not None else ():
+        if entry.get("request") != number:
+            continue
+        lease = entry.get("lease")
+        named: Mapping[str, Any] = lease if isinstance(lease, Mapping) else entry
+        if named.get("task_id") is not None and named.get("attempt") is not None:
+            return named.get("task_id"), named.get("attempt")
+    return None
+
+
+def _held_before(history: Story, at: str, number: Any) -> list[Row] | None:
+    """For a claim: the rows the journal held as it arrived (the kit's read at that request), none for an attempt
+    issued fresh, and None for a delivery served again that the kit did not read at (its earlier rows cannot be
+    told from new ones). Other kill points: no rows (unused)."""
+    if KIT_KILLS[at] is not None:
+        return []
+    reads = history.reads_at(number) if number is not None else []
+    if reads:
+        return list(reads[0].get("rows", ()))
+    again = any(e.get("request") == number and e.get("kind") in _SERVED_AGAIN for e in history.log)
+    return None if again else []
+
+
+def _kill_state(at: str, subject: tuple[Any, Any] | None, before: Sequence[Row], after: Sequence[Row]) -> str | None:
+    """What of the journal read after a kill at *at* disagrees with FPT-3's table, in words, or None."""
+    wanted = KIT_KILLS[at]
+    mine = [row for row in after if subject is None or (row.get("task_id"), row.get("attempt")) == subject]
+    if wanted is None:
+        held = {row.get("seq") for row in before}
+        new = [row.get("phase") for row in mine if row.get("seq") not in held]
+        return f"the attempt {subject!r} has rows {new!r} it had not before the claim was answered" if new else None
+    last = mine[-1].get("phase") if mine else None
+    if last == wanted:
+        return None
+    whose = "the journal" if subject is None else f"attempt {subject!r}"
+    return f"the last row of {whose} is {last!r}, not {wanted!r}"
+
 
 Cache = tuple[str, Any]  # (absent | torn | unreadable | ok, content), as the harness read a cache or a temporary
 

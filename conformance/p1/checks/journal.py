@@ -1,7 +1,7 @@
 """The checkpoint journal (docs/spec/p1.md, section 4): readable as JNL-1 says, what each row fills (JNL-2), no
 row rewritten (JNL-4), ``seq`` in commit order (JNL-3), the rows of one attempt at a time (WRK-2), the journal
 connections' settings (JNL-5, JNL-6, as the worker attests them, ADP-3, its answers held to its journal log),
-and a fatal exit after a disk error (JNL-8).
+no side effect on a row whose commit failed (JNL-7), and a fatal exit after a disk error (JNL-8).
 
 ``synchronous`` and the busy timeout are settings of a connection: only the worker can report them, so
 they are attested (ADP-3). The kit asks each process before it kills it at a failpoint, after an orderly
@@ -82,6 +82,44 @@ def fatal_exits(history: Story, scenario: Scenario) -> list[Mismatch]:
             )
             found.append(Mismatch("/marker", "present", "absent", "JNL-8", note, event=event.seq))
     return found
+
+# The rows a governed side effect rests on (SUB-1, COMMIT-5): the moment the control plane read the journal at ->
+# the phases of the attempt, any one of which backs it (a reused result_pending carries the commit).
+_BACKED_BY = {"submission": ("result_pending",), "receipt": ("commit_done", "result_pending")}
+
+
+def failed_writes(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """JNL-7: a worker process armed with a disk error on its journal sends no submission and no receipt of an
+    attempt whose row it rests on the journal did not hold as the request arrived: a commit that reported an
+    error is a step not done, and nothing that depends on it follows. The kit cannot tell which commit the error
+    hit (side tables count too), so it judges every such request of the process; a failed fsync may leave the
+    row readable to the kit, where only JNL-8 (strict) sees the worker go on."""
+    armed = {
+        event.actor: fault
+        for event in history.of(None, "started")
+        if isinstance(fault := event.get("diskFault"), Mapping) and fault.get("file") == "journal"
+    }
+    found = []
+    for moment in (*history.moments("submission"), *history.moments("receipt")):
+        worker, check = moment.get("worker"), str(moment.get("check"))
+        reads = [read for read in history.reads_at(moment.get("request")) if read.get("worker") == worker]
+        if worker not in armed or not reads:
+            continue
+        which = (moment.get("task_id"), moment.get("attempt"))
+        mine = [row for row in reads[0].get("rows", ()) if (row.get("task_id"), row.get("attempt")) == which]
+        held = [row.get("phase") for row in mine]
+        if any(phase in _BACKED_BY[check] for phase in held):
+            continue
+        note = (
+            f"{worker!r}, armed with the disk error {_disk_text(armed[worker])}, sent the {check} of {which[0]!r} "
+            f"attempt {which[1]!r} (request {moment.get('request')!r}) while its journal held no "
+            f"{' or '.join(_BACKED_BY[check])} row of the attempt (its rows: {held!r}): a failed commit is a step "
+            "not done, and no governed side effect that depends on it follows"
+        )
+        where = f"/workers/{worker}/{check}/{moment.get('request')}"
+        found.append(_m("JNL-7", where, f"{' or '.join(_BACKED_BY[check])} durable first", held[-1:] or None, note))
+    return found
+
 
 def rows(history: Story, scenario: Scenario) -> list[Mismatch]:
     """JNL-2 and JNL-4 over the (first) worker's journal: no row rewritten, each row filling what its phase

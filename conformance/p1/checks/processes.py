@@ -1,6 +1,6 @@
 """The worker's processes (docs/spec/p1.md, sections 1 and 15): what the adapter reports of them, how they end
-(WRK-3, ADP-2, CRASH-2), what outlives them (WRK-5), how often they claim (WRK-3), and the kit's own paths they
-must not call (p1-control-plane.md CP-22).
+(WRK-3, ADP-2, CRASH-2), what outlives them (WRK-5), how often they claim (WRK-3), the base URL their requests
+come through (WRK-1), and the kit's own paths they must not call (p1-control-plane.md CP-22).
 
 The harness records what a worker process answered or did when the scenario could not go on from it: a
 reply that is no object, a pid the kit may not kill, a state other than the one waited for, a wait that
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from resumekit.conformance._text import clip
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1 import views
 from resumekit.conformance.p1.checks import failpoints
@@ -162,6 +163,38 @@ def scratch_left(history: Story, scenario: Scenario) -> list[Mismatch]:
         left = event.get("left")
         note = f"the kit could not remove the scenario's folder once every process of the case had ended: {left}"
         found.append(Mismatch("/scratch", "the scenario's folder removed", left, "WRK-5", note, event=event.seq))
+    return found
+
+
+# The endpoints of the kit's own callers (the origin's hook, the kit's tool), which come through no worker's base URL.
+_KIT_ENDPOINTS = frozenset({"origin_check", "origin_updated", "tool_started"})
+
+
+def base_urls(history: Story, scenario: Scenario) -> list[Mismatch]:
+    """WRK-1: a worker speaks to the control plane through the base URL the kit gave it (``controlPlaneUrl``),
+    which names the process: every request the control plane logged, other than the kit's own callers' and the
+    ``_kit/`` paths CP-22 judges, came through the base URL of a worker process the kit started. A worker that
+    builds its paths from the host's root, or from a base URL it was not given, sends requests no process owns.
+    One finding per base URL a request came through, naming the first and counting them."""
+    started = {event.actor for event in history.of(None, "started")}
+    refused = {entry.get("request") for entry in history.log if entry.get("kind") == "kit_path_refused"}
+    strays: dict[Any, list[Mapping[str, Any]]] = {}
+    for entry in history.log:
+        if entry.get("kind") != "request" or entry.get("worker") in started:
+            continue
+        if entry.get("endpoint") in _KIT_ENDPOINTS or entry.get("request") in refused:
+            continue  # the kit's own call, or CP-22's to judge
+        strays.setdefault(entry.get("worker"), []).append(entry)
+    found = []
+    for worker, entries in strays.items():
+        first = clip(f"{entries[0].get('method')} {entries[0].get('path')}", 120)
+        shown = None if worker is None else clip(str(worker), 80)
+        where = "outside any worker's base URL" if shown is None else f"through the base URL of {shown!r}"
+        note = (
+            f"{len(entries)} request(s) came {where}, which the kit gave no worker process it started, the first "
+            f"{first!r}: a worker sends every request through its controlPlaneUrl"
+        )
+        found.append(_m("WRK-1", f"/control-plane/requests/{shown}", "the base URL the kit gave", first, note))
     return found
 
 

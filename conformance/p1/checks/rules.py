@@ -29,6 +29,7 @@ from resumekit.conformance.p1.checks import (
     resume,
     scope,
     submission,
+    tasks,
 )
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.results import Mismatch
@@ -90,12 +91,14 @@ RULES: tuple[Rule, ...] = (
     Rule("journal.rows", ("JNL-2", "JNL-4", "PHASE-4", "WRK-4"), journal.rows),
     Rule("journal.seq_order", ("JNL-3",), journal.seq_order),
     Rule("journal.one_attempt_at_a_time", ("WRK-2",), journal.one_attempt_at_a_time),
+    Rule("journal.failed_writes", ("JNL-7",), journal.failed_writes, moment=True),
     Rule("resume.phases", ("PHASE-2", "PHASE-3", "PHASE-5"), resume.phases),
     Rule("phases.claimed_as_served", ("PHASE-1",), phases.claimed_as_served),
     Rule("phases.commit_done_landed", ("PHASE-1",), phases.commit_done_landed),
     Rule("commit.pushed_once", ("COMMIT-3",), commit.pushed_once),
     Rule("submission.sent", ("KEY-1", "SUB-4"), submission.sent),
     Rule("submission.stored_result", ("TASK-2",), submission.stored_result),
+    Rule("tasks.captures", ("TASK-3",), tasks.captures),
     Rule("submission.backing", ("SUB-4", "SUB-7"), submission.backing),
     Rule("submission.exact_match", ("SUB-5",), submission.exact_match),
     Rule("answers.successes", ("SUB-3",), answers.successes),
@@ -110,7 +113,9 @@ RULES: tuple[Rule, ...] = (
     Rule("leases.own_leases", ("LEASE-1",), leases.own_leases),
     Rule("leases.clock_reads", ("LEASE-2",), leases.clock_reads),
     Rule("failpoints.receipt_resends", ("FPT-1",), failpoints.receipt_resends),
+    Rule("failpoints.kit_kills", ("FPT-3",), failpoints.kit_kills),
     Rule("processes.kit_paths", ("CP-22",), processes.kit_paths),
+    Rule("processes.base_urls", ("WRK-1",), processes.base_urls),
     Rule("commit.origin_pushes", ("COMMIT-2",), commit.origin_pushes),
     Rule("commit.origin_refs", ("COMMIT-3",), commit.origin_refs),
     Rule("commit.ref_reports", ("COMMIT-3",), commit.ref_reports),

@@ -25,6 +25,7 @@ from tests.broken.workers.attempts import (
     OmitsEmptyMembers,
     PrefetchesTheNextTask,
 )
+from tests.broken.workers.baseurl import ReleasesFromTheHostRoot
 from tests.broken.workers.cleanup import (
     ChecksBoundaryByPrefix,
     ClaimsBeforeResuming,
@@ -61,12 +62,14 @@ from tests.broken.workers.durability import (
     TakesThePhaseFromTheCache,
     WritesTheCacheFirst,
 )
+from tests.broken.workers.failedwrites import SubmitsAPendingItFailedToCommit
 from tests.broken.workers.forged import (
     ConvergesWithoutTheReceipt,
     ForgesTheRefReport,
     ForgesTheToolReport,
     LandsAnotherTree,
 )
+from tests.broken.workers.killpoints import RunsTheToolBeforeVerifying
 from tests.broken.workers.leases import KeepsCPTimeByItsOwnClock, RecordsTheSourceLease
 from tests.broken.workers.processes import (
     ClaimsInAHurry,
@@ -114,6 +117,7 @@ from tests.broken.workers.submission import (
     ReusesTheOldKey,
     SubmitsBeforePending,
 )
+from tests.broken.workers.tasks import CapturesTheTopLevelOnly
 from tests.broken.workers.vacuity import DropsEveryTask, NeverClaims
 
 # bug -> (worker class, what it does wrong)
@@ -459,4 +463,23 @@ ATTACK_BUGS["pushes-without-reading-the-branch"] = (
 ATTACK_BUGS["skips-the-lease-read-before-the-push"] = (
     SkipsTheLeaseReadBeforeThePush,
     "never reads the branch's leases before its push, so a second ACTIVE lease goes unseen (COMMIT-6)",
+)
+
+
+# The last clauses of the audit with no check of their own, each caught by it (tasks.py, killpoints.py, ...).
+ATTACK_BUGS["captures-the-top-level-only"] = (
+    CapturesTheTopLevelOnly,
+    "lists only the top level's blobs in a capture's body, none in a directory (TASK-3)",
+)
+ATTACK_BUGS["runs-the-tool-before-verifying"] = (
+    RunsTheToolBeforeVerifying,
+    "runs the kit's tool before it records verification_passed, so a kill at tool_started finds none (FPT-3)",
+)
+ATTACK_BUGS["releases-from-the-host-root"] = (
+    ReleasesFromTheHostRoot,
+    "sends its lease releases to the host's root, outside the base URL it was given (WRK-1)",
+)
+ATTACK_BUGS["submits-a-pending-it-failed-to-commit"] = (
+    SubmitsAPendingItFailedToCommit,
+    "submits a result_pending row whose commit reported an error, from memory (JNL-7)",
 )

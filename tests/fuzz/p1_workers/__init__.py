@@ -22,6 +22,7 @@ from tests.fuzz.p1_workers import (
     doctor,
     files,
     forged,
+    gaps,
     labels,
     memory,
     places,
@@ -137,6 +138,14 @@ ATTACKS.update(
         "claimed-task-nested-deep": attempts.ClaimedTaskNestedDeep,
     }
 )
+
+ATTACKS.update(
+    {
+        "captures-fifty-thousand-blobs": gaps.CapturesFiftyThousandBlobs,
+        "claims-through-another-base-url": gaps.ClaimsThroughAnotherBaseUrl,
+    }
+)
+
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[1] not in ATTACKS:

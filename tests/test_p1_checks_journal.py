@@ -70,6 +70,13 @@ def test_the_rows_of_each_phase_fill_what_jnl_2_says() -> None:
     assert clauses(judged("journal.rows", unreasoned)) == ["PHASE-4"]
 
 
+def test_a_result_body_nested_past_the_parser_is_jnl_2_not_a_traceback() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    rows = [row(1, "claimed"), row(2, "workspace_prepared", workspace="task-1"), row(3, "verification_passed"),
+            row(4, "source_capture_done", result_body=deep, result_hash="0" * 64)]
+    assert clauses(judged("journal.rows", _rows(*rows))) == ["JNL-2"]
+
+
 def test_a_row_changed_or_gone_between_two_reads_is_jnl_4_once() -> None:
     first = [row(1, "claimed"), row(2, "workspace_prepared", workspace="task-x")]
     kept = Told().read(first[:1], why="wait").read(first, why="moment").read(first)

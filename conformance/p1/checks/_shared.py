@@ -1,9 +1,10 @@
-"""What the sections of the P1 rules share: a finding written clause first, and a check of the first worker's
-journal run on a scenario's second worker's."""
+"""What the sections of the P1 rules share: a finding written clause first, a check of the first worker's
+journal run on a scenario's second worker's, and JSON the worker wrote, parsed without trusting it."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,3 +26,12 @@ def on_second_worker(
         return []
     found = check(history.second(), scenario)
     return [dataclasses.replace(m, pointer="/second-worker" + m.pointer) for m in found]
+
+
+def parsed_json(text: object) -> Any:
+    """*text*, a column the worker wrote, as JSON; None when it is no text, no JSON, or nested deeper than the
+    parser recurses (a traceback in the kit otherwise)."""
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        return None

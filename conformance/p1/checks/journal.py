@@ -14,13 +14,12 @@ so the kit reads it there and holds the worker's report to it.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, result_hash
 from resumekit.conformance.p1.checks._shared import mismatch as _m
-from resumekit.conformance.p1.checks._shared import on_second_worker
+from resumekit.conformance.p1.checks._shared import on_second_worker, parsed_json
 from resumekit.conformance.p1.checks.story import JournalSettings, Scenario, Story
 from resumekit.conformance.p1.model import Row, Snapshot, attempts
 from resumekit.conformance.results import Mismatch
@@ -222,10 +221,10 @@ def _row_fill(row: Row, where: str) -> list[Mismatch]:
     problems = []
     if phase in ("source_capture_done", "commit_done", "result_pending", "result_submitted"):
         body = row["result_body"]
+        parsed = parsed_json(body)
         try:
-            parsed = json.loads(body) if isinstance(body, str) else None
             canonical = canonical_json(parsed).decode("utf-8") if parsed is not None else None
-        except (ValueError, NotCanonical):
+        except (ValueError, NotCanonical, RecursionError):  # nested just short of the parser's limit
             parsed = canonical = None
         if parsed is None or canonical != body:
             problems.append(

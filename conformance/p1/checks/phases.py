@@ -6,13 +6,12 @@ sees; the columns of the later phases are JNL-2's and SUB-7's to judge.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance.events import Event
 from resumekit.conformance.p1.checks._shared import mismatch as _m
-from resumekit.conformance.p1.checks._shared import on_second_worker
+from resumekit.conformance.p1.checks._shared import on_second_worker, parsed_json
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import Row
 from resumekit.conformance.results import Mismatch
@@ -40,18 +39,10 @@ def _claimed_rows(rows: Sequence[Row], served: Mapping[tuple[Any, Any], Sequence
         if row["phase"] != "claimed":
             continue
         candidates = served.get((row["task_id"], row["attempt"]), [])
-        held = _parsed(row["task"])
+        held = parsed_json(row["task"])
         if held is None or held not in candidates:
             found.append(_not_as_served(row, held, candidates))
     return found
-
-
-def _parsed(text: object) -> Any:
-    """The row's task as JSON, or None; text nested deeper than the parser recurses is no task either."""
-    try:
-        return json.loads(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        return None
 
 
 def _not_as_served(row: Row, held: Any, candidates: Sequence[Any]) -> Mismatch:

@@ -11,12 +11,12 @@ where the kit computed its body, which it does not.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resumekit.conformance._text import clip
 from resumekit.conformance.p1.checks._shared import mismatch as _m
+from resumekit.conformance.p1.checks._shared import parsed_json
 from resumekit.conformance.p1.checks.story import Scenario, Story
 from resumekit.conformance.p1.model import Row
 from resumekit.conformance.results import Mismatch
@@ -49,16 +49,8 @@ def _kinds(history: Story) -> dict[Any, Any]:
     return found
 
 
-def _parsed(text: object) -> Any:
-    """The row's body as JSON, or None; text nested deeper than the parser recurses is no body either."""
-    try:
-        return json.loads(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        return None
-
-
 def _body(row: Row, wanted: Mapping[str, Any]) -> list[Mismatch]:
-    held = _parsed(row["result_body"])
+    held = parsed_json(row["result_body"])
     if held == wanted:
         return []
     note = (

@@ -29,9 +29,12 @@ from resumekit.conformance._folders import Folder as Folder
 from resumekit.conformance._folders import Refused as Refused
 from resumekit.conformance._scratch import Interrupted as Interrupted
 from resumekit.conformance._scratch import before_removal as before_removal
+from resumekit.conformance._scratch import check_running as check_running
 from resumekit.conformance._scratch import interrupt as interrupt
 from resumekit.conformance._scratch import remove as remove
 from resumekit.conformance._scratch import scratch as scratch
+from resumekit.conformance._scratch import stop as stop
+from resumekit.conformance._scratch import works_for as works_for
 
 MAX_READ = 256 * 1024 * 1024  # bytes the kit reads from one file an implementation names
 

@@ -91,6 +91,10 @@ class Schedule:
         for future in self.futures:
             future.cancel()
 
+    def threads(self) -> list[threading.Thread]:
+        """Every thread that has run cases."""
+        return list(self._threads)
+
     def interrupt(self, grace: float) -> list[threading.Thread]:
         """Ctrl-C, once every process is killed: start no further case, wait up to *grace* seconds for the
         running ones to end (each removes its own scratch folder as it ends), and name every thread."""

@@ -13,9 +13,11 @@ parent, nor of anything else. A tree that something keeps writing into is tried 
 reported, not fought forever. Windows has no descriptors of folders: there ``shutil.rmtree`` removes the
 tree, retried while a killed process's handles go, and only an entry's own read-only attribute is cleared.
 
-``interrupt`` is what Ctrl-C calls once every process of the run is killed: every live scratch folder of
-the run's threads goes (after the hooks that end what works in it, ``before_removal``), and those threads
-get ``Interrupted`` if they ask for a new one.
+``stop`` is what Ctrl-C calls first: from then on the run's threads, and the threads that work for them
+(``works_for``: the crash schedule's streams), start no process and make no folder (``check_running`` raises
+``Interrupted``), so nothing writes below a folder once it is removed. ``interrupt`` follows once every process
+of the run is killed: every live scratch folder of those threads goes (after the hooks that end what works in
+it, ``before_removal``).
 """
 
 from __future__ import annotations
@@ -57,16 +59,40 @@ class _Live:
 _LOCK = threading.Lock()
 _LIVE: dict[Path, _Live] = {}
 _STOPPED: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+_WORKS_FOR: weakref.WeakKeyDictionary[threading.Thread, threading.Thread] = weakref.WeakKeyDictionary()
+
+
+def works_for(thread: threading.Thread) -> None:
+    """The current thread works on behalf of *thread* (a case's helper, such as a stream of the crash schedule):
+    its scratch folders are that thread's, and it is stopped when that thread is."""
+    with _LOCK:
+        _WORKS_FOR[threading.current_thread()] = thread
+
+
+def stop(threads: Iterable[threading.Thread]) -> None:
+    """Ctrl-C, before the run's processes are killed: *threads* (and the threads working for them) start nothing
+    new from now on, so that nothing the kill misses appears while the run winds down."""
+    _STOPPED.update(threads)
+
+
+def check_running() -> None:
+    """Raise ``Interrupted`` on a thread of an interrupted run: it makes no new folder and starts no process,
+    which would write below a folder the interrupt has removed."""
+    current = threading.current_thread()
+    with _LOCK:
+        owner = _WORKS_FOR.get(current, current)
+    if owner in _STOPPED:
+        raise Interrupted("the run was interrupted: nothing new starts")
 
 
 def scratch(prefix: str) -> Path:
     """A fresh, empty directory of the kit's own (its path resolved), live until ``remove`` takes it away."""
-    if threading.current_thread() in _STOPPED:
-        raise Interrupted("the run was interrupted: no new scratch folder")
+    check_running()
     path = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"resumekit-{prefix}-")))
     fd = os.open(path, _FOLDER) if sys.platform != "win32" else None
+    current = threading.current_thread()
     with _LOCK:
-        _LIVE[path] = _Live(fd, threading.current_thread())
+        _LIVE[path] = _Live(fd, _WORKS_FOR.get(current, current))
     return path
 
 

@@ -187,10 +187,13 @@ def _gather(
             results.append(result)
             reporter.case_finished(result)
     except KeyboardInterrupt:
+        _files.stop(schedule.threads())  # from now on a case thread starts no process and makes no folder
         _process.kill_all()
         # Every running case's scratch folder goes: each case removes its own as it ends; after the grace,
-        # the kit removes what is left (and a case thread that asks for a new folder is stopped).
-        _files.interrupt(schedule.interrupt(INTERRUPT_GRACE_S))
+        # the kit kills what a thread started before it saw the stop, and removes what is left.
+        stopped = schedule.interrupt(INTERRUPT_GRACE_S)
+        _process.kill_all()
+        _files.interrupt(stopped)
         return results, True
     finally:  # interrupted, or a runner raised: start no further case
         schedule.cancel()

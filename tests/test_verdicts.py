@@ -348,7 +348,9 @@ def test_ctrl_c_kills_every_process_writes_interrupted_reports_and_exits_130(tmp
 
     report, junit = tmp_path / "r.json", tmp_path / "j.xml"
     mark = f"RESUMEKIT_TEST_MARK=interrupt-{os.getpid()}-{time.monotonic_ns()}"
-    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
+    scratch = tmp_path / "tmp"  # the run's temporary folder: its scratch folders must all be gone at the end
+    scratch.mkdir()
+    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1], "TMPDIR": str(scratch)}
     process = subprocess.Popen(
         [sys.executable, "-m", "resumekit.conformance", "run", "--adapter", "reference",
          "--only", "prefix-*", "--only", "random-crash-schedule", "--kills", "100000",
@@ -384,3 +386,6 @@ def test_ctrl_c_kills_every_process_writes_interrupted_reports_and_exits_130(tmp
         while _processes_marked(mark) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _processes_marked(mark) == []
+    # The schedule's streams run on threads of their own: their folders go too, and no stream starts a writer
+    # that makes its ledger's folders again below a removed one.
+    assert sorted(path.name for path in scratch.glob("resumekit-*")) == []

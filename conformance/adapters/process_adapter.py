@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from resumekit.conformance import PROTOCOL_VERSION, __version__, schemas
+from resumekit.conformance import PROTOCOL_VERSION, __version__, _files, schemas
 from resumekit.conformance._defaults import DEFAULT_TIMEOUT
 from resumekit.conformance._process import LineProcess, ProcessGone, ReadTimeout
 from resumekit.conformance._text import clip
@@ -85,6 +85,7 @@ class ProcessAdapter:
         return implementation
 
     def _start(self) -> Implementation:
+        _files.check_running()  # an interrupted run starts no process that would write in a removed folder
         try:
             self.process = LineProcess(self.argv, cwd=self.cwd, env=self.env, case_token=self.case_token)
         except ProcessGone as error:

@@ -168,8 +168,10 @@ def _run_streams(stream: _StreamRun, count: int, jobs: int) -> list[CaseResult |
     pending = list(range(count))
     taken = threading.Lock()
     raised: list[BaseException] = []
+    case_thread = threading.current_thread()
 
     def work() -> None:
+        _files.works_for(case_thread)  # its folders go, and it stops, when the run interrupts the case
         while True:
             with taken:
                 if not pending or raised:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from resumekit.reference.p1.client import Answer
-from tests.broken.workers._base import _Tracked
+from tests.broken.workers._base import _patched, _Tracked
 
 
 class ReleasesFromTheHostRoot(_Tracked):
@@ -19,9 +19,5 @@ class ReleasesFromTheHostRoot(_Tracked):
     ) -> Answer:
         if not path.endswith("/release"):
             return super()._request(method, path, body, headers)
-        prefix = self.cp._prefix
-        self.cp._prefix = "/"
-        try:
+        with _patched(self.cp, "_prefix", "/"):
             return super()._request(method, path, body, headers)
-        finally:
-            self.cp._prefix = prefix

@@ -10,6 +10,7 @@ from typing import Any
 from resumekit.reference.p1 import git
 from resumekit.reference.p1 import worker as reference
 from resumekit.reference.p1.client import Answer
+from tests.broken.workers._base import _patched
 
 _capture_files = git.capture_files
 EXTRA_BLOBS = 50_000
@@ -46,9 +47,5 @@ class ClaimsThroughAnotherBaseUrl(reference.Worker):
         if self.forged or path != "v1/claims":
             return super()._request(method, path, body, headers)
         self.forged = True
-        prefix = self.cp._prefix
-        self.cp._prefix = "/w/w9/"
-        try:
+        with _patched(self.cp, "_prefix", "/w/w9/"):
             return super()._request(method, path, body, headers)
-        finally:
-            self.cp._prefix = prefix

@@ -37,7 +37,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Certify the bundled reference with the CLI, one case per CPU and one more, then run the seeded P1 soak."""
+    """Certify the bundled reference with the CLI, one case per CPU and two more, then run the seeded P1 soak."""
     session.install(".")
     session.run("resumekit", "run", "--adapter", "reference", *session.posargs)
     # The soak is of the opt-in kind p1-campaign, so this is a subset run: exit 3 is its pass. It runs whatever

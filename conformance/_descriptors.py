@@ -1,5 +1,5 @@
 """Open files against ``--jobs``: each case at once holds descriptors of its own, and a process may hold only
-so many (macOS's default soft limit is 256, and ``--jobs auto`` is one case per CPU and one more, 11 to 25 on an
+so many (macOS's default soft limit is 256, and ``--jobs auto`` is one case per CPU and two more, 12 to 26 on an
 M-series Pro, Max or Ultra). A run raises its soft limit toward what its jobs need, up to the hard limit,
 and runs fewer cases at once, saying so, where even that is too low: never "Too many open files" midway.
 Windows has no such per-process limit on handles: nothing changes there."""

@@ -50,8 +50,9 @@ class Schedule:
     """*chosen* run on up to *jobs* threads by *one*; ``result(i)`` waits for the i-th, in any order.
 
     The cases of serial kinds form one unit, run in order on one thread; every other case is a unit of its
-    own, those of kinds whose single cases take longest (``Kind.first``) started first, so that the run does
-    not end waiting on one. A unit's exception fails its own future, which ``result`` raises.
+    own, those of kinds whose single cases take longest (``Kind.first``) started first, then the heaviest
+    (``Case.weight``), so that the run does not end waiting on one. A unit's exception fails its own future,
+    which ``result`` raises.
     """
 
     chosen: Sequence[Case]
@@ -71,7 +72,8 @@ class Schedule:
         first = {name for name, kind in kinds.items() if kind is not None and kind.first}
         in_order = [index for index, case in enumerate(self.chosen) if case.kind in serial]
         rest = [index for index, case in enumerate(self.chosen) if case.kind not in serial]
-        rest.sort(key=lambda index: 0 if self.chosen[index].kind in first else 1)  # stable: selection order
+        # stable: selection order among equals
+        rest.sort(key=lambda index: (0 if self.chosen[index].kind in first else 1, -self.chosen[index].weight))
         for indices in ([in_order] if in_order else []) + [[index] for index in rest]:
             self._units.put(_Unit(collections.deque(indices)))
         for _ in range(min(max(1, self.jobs), len(rest) + (1 if in_order else 0))):

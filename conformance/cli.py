@@ -224,7 +224,7 @@ def _run_parallel(run: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="N",
         help="run N cases at once, each process case with its own workspace and processes (0 or 'auto': one per "
-        "CPU and one more; 1: one at a time)",
+        "CPU and two more; 1: one at a time)",
     )
     run.add_argument(
         "--shard",
@@ -249,10 +249,10 @@ def _jobs(text: str) -> int:
 
 
 def auto_jobs() -> int:
-    """One case per CPU and one more: a case spends part of its time waiting (on a worker's real timeouts, a
-    retry's backoff, a kill's random moment, the disk), and the one more takes up the CPU time it leaves (on
-    two cores the main job takes about a tenth less wall time at three jobs than at two)."""
-    return (os.cpu_count() or 1) + 1
+    """One case per CPU and two more: a case spends part of its time waiting (on a worker's real timeouts, a
+    retry's backoff, a kill's random moment, the disk), and the two more take up the CPU time it leaves (on
+    two cores the main job keeps both busy to its last seconds at four jobs, not at three)."""
+    return (os.cpu_count() or 1) + 2
 
 
 def _parser() -> argparse.ArgumentParser:

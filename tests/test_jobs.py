@@ -141,8 +141,8 @@ def test_shard_needs_a_seed_and_jobs_accepts_auto() -> None:
     assert code == EXIT_USAGE and "--seed" in err
     assert _parser().parse_args(["run", "--jobs", "auto"]).jobs >= 1
     assert _parser().parse_args(["run", "--jobs", "0"]).jobs >= 1
-    # The default uses the machine: one case per CPU and one more, to fill what waiting cases leave.
-    assert _parser().parse_args(["run"]).jobs == (os.cpu_count() or 1) + 1
+    # The default uses the machine: one case per CPU and two more, to fill what waiting cases leave.
+    assert _parser().parse_args(["run"]).jobs == (os.cpu_count() or 1) + 2
     assert _parser().parse_args(["run", "--jobs", "1"]).jobs == 1
     with pytest.raises(SystemExit):
         _parser().parse_args(["run", "--jobs", "-1"])
@@ -201,6 +201,28 @@ def test_parallel_results_and_progress_follow_the_selection_whatever_finishes_fi
         ["decision", "20", "passed"],
         ["crash", str(len(crash_cases)), "passed"],
     ]
+
+
+def test_the_heaviest_cases_start_first_and_equals_in_selection_order() -> None:
+    from resumekit.conformance._schedule import Schedule
+
+    suite = fixtures.load_suite()
+    p1 = suite.select("strict", kinds=["p1"])
+    heavy = next(case for case in p1 if case.id == "p1-submit-timeout-after-store-replays")  # an answer held 6 s
+    light = [case for case in p1 if case.weight == min(c.weight for c in p1)][:3]
+    schedule_case = suite.select("strict", kinds=["schedule"])[0]
+    chosen = [*light[:2], heavy, light[2], schedule_case]
+    assert heavy.weight > light[0].weight > 0  # a worker's start, at the least
+    began: list[str] = []
+
+    def one(case: fixtures.Case) -> CaseResult:
+        began.append(case.id)
+        return runner.result_for(case, Outcome.PASSED)
+
+    schedule = Schedule(chosen, one, 1, runner.result_for)
+    assert [schedule.result(index).case_id for index in range(len(chosen))] == [case.id for case in chosen]
+    # A kind whose single cases take longest first, then the heaviest, then the rest as they were selected.
+    assert began == [schedule_case.id, heavy.id, light[0].id, light[1].id, light[2].id]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -8,6 +8,12 @@ from typing import Any
 
 from resumekit.conformance.cases import Case
 
+# What a scenario waits on real time for, roughly, to order a run (``weight``): a worker's start, a backoff
+# after each fault answered with an error or dropped, an answer held past the worker's request timeout (WRK-3).
+_START_S = 0.3
+_BACKOFF_S = 0.25
+_REQUEST_TIMEOUT_S = 5.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScenarioCase(Case):
@@ -31,6 +37,20 @@ class ScenarioCase(Case):
     def counts_toward(self) -> tuple[str, ...]:
         """The gates the scenario counts towards (docs/spec/p1.md, section 17)."""
         return self.gates
+
+    @property
+    def weight(self) -> float:
+        """Its workers' starts, the backoffs its error answers cause, the answers it holds and the watches it
+        keeps, in rough seconds (scheduling only: a long wait started last would be the run's tail)."""
+        steps = [step.get("second_worker", step) for step in self.steps]
+        starts = sum(1 for step in steps if "start" in step)
+        tools = sum(float((step["start"].get("tool") or {}).get("seconds", 1.0)) for step in steps
+                    if isinstance(step.get("start"), Mapping) and "tool" in step["start"])
+        watches = sum(float(step["watch_root"].get("ms", 0)) / 1000 for step in steps
+                      if isinstance(step.get("watch_root"), Mapping))
+        held = sum(min(float(fault.get("seconds", 0)), _REQUEST_TIMEOUT_S) for fault in self.faults)
+        failed = sum(1 for fault in self.faults if fault.get("fault") in ("Answer", "Drop"))
+        return _START_S * starts + _BACKOFF_S * failed + held + tools + watches
 
     @property
     def deadline_s(self) -> float:

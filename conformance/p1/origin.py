@@ -309,6 +309,8 @@ def _build_origin(
     # No template: git's sample hooks and description are a dozen files each scenario would copy and remove.
     git(["init", "--quiet", "--bare", "--template=", f"--initial-branch={branch}", str(bare)], cwd=root)
     git(["init", "--quiet", "--template=", f"--initial-branch={branch}", str(seed)], cwd=root)
+    # A scenario's origin takes a push or two: git's gc --auto after each would be a process that never works.
+    git(["config", "receive.autogc", "false"], cwd=bare)
     for name, text in files.items():
         target = seed / name
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -316,3 +316,32 @@ def test_startup_cleanup_comes_before_any_request(scene: Scene) -> None:
     assert running.wait() == {"state": "idle"}
     assert not stale.exists() and (scene.root / "keep-me").is_dir()
     assert running.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "windows", "source"),
+    [
+        ("file:///tmp/o/origin.git", False, "/tmp/o/origin.git"),
+        ("file://localhost/tmp/a%20b/origin.git", False, "/tmp/a b/origin.git"),
+        ("file:///C:/Users/x/origin.git", True, "C:/Users/x/origin.git"),
+        ("file://server/share/origin.git", False, "file://server/share/origin.git"),  # another machine's
+        ("file:///tmp/o/origin.git?x=1", False, "file:///tmp/o/origin.git?x=1"),
+        ("https://example.invalid/o.git", False, "https://example.invalid/o.git"),
+    ],
+)
+def test_a_file_url_of_this_machine_is_cloned_from_its_path(url: str, windows: bool, source: str) -> None:
+    from resumekit.reference.p1.git import clone_source
+
+    assert clone_source(url, windows=windows) == source
+
+
+def test_a_workspace_cloned_from_the_origins_path_is_its_base_commit(scene: Scene) -> None:
+    from resumekit.reference.p1.git import prepare_workspace
+
+    task = {"task_id": "t-9", "attempt": 1, "origin_url": scene.origin.url, "base_oid": scene.origin.base_oid}
+    root = scene.tmp / "clones"
+    root.mkdir()
+    path = root / prepare_workspace(root, task)
+    assert git(["rev-parse", "HEAD"], cwd=path).strip() == scene.origin.base_oid
+    assert git(["status", "--porcelain"], cwd=path) == ""
+    assert {name: (path / name).read_text(encoding="utf-8") for name in FILES} == FILES

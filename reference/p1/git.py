@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
@@ -116,9 +117,22 @@ def prepare_workspace(root: Path, task: Mapping[str, Any]) -> str:
             continue
     path = root / name
     run(["clone", "--quiet", "--no-checkout", "--template=", "--config", "core.autocrlf=false",
-         str(task["origin_url"]), str(path)], cwd=root)
+         clone_source(str(task["origin_url"])), str(path)], cwd=root)
     run(["checkout", "--quiet", "--detach", str(task["base_oid"])], cwd=path)
     return name
+
+
+def clone_source(url: str, *, windows: bool = os.name == "nt") -> str:
+    """What to clone *url* from: a file URL of this machine as the path it names, so that git clones locally
+    (copying or linking the origin's few files) instead of running upload-pack, pack-objects and index-pack
+    for the same objects; any other URL as it is."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        return url
+    path = urllib.parse.unquote(parts.path)
+    if windows and len(path) > 2 and path[0] == "/" and path[2] == ":":
+        path = path[1:]  # file:///C:/x names C:/x
+    return path or url
 
 
 def verify_workspace(path: Path, base_oid: str) -> bool:

@@ -93,6 +93,25 @@ def test_a_commit_larger_than_a_header_is_judged_by_its_type_and_size_alone(tmp_
 
 
 @posix_only
+@pytest.mark.parametrize("way", ["_git_by_spawn", "_git_by_subprocess"])
+def test_the_hooks_git_is_read_to_its_bound_and_its_time_by_either_way_of_starting_it(
+    way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = getattr(_pre_receive, way)
+    origin = _origin(tmp_path)
+    env = {**os.environ, "GIT_DIR": str(origin.path)}
+    check = _pre_receive._limited(["git", "cat-file", "--batch-check"])
+    line = started(check, env, f"{origin.base_oid}\n".encode("ascii"), 512)
+    assert line is not None and line.split()[:2] == [origin.base_oid.encode("ascii"), b"commit"]
+    body = _pre_receive._limited(["git", "cat-file", "commit", origin.base_oid])
+    assert started(body, env, None, 10) is None  # more than its bound: nothing of it
+    assert started(_pre_receive._limited(["git", "cat-file", "commit", "0" * 40]), env, None, 512) is None  # failed
+    assert started(["/nonexistent/program"], env, None, 512) is None
+    monkeypatch.setattr(_pre_receive, "GIT_TIMEOUT_S", 0.3)
+    assert started(["/bin/sh", "-c", "exec sleep 30"], env, None, 512) is None  # killed at its time
+
+
+@posix_only
 def test_the_hook_never_appends_through_a_link_at_its_push_log(tmp_path: Path) -> None:
     origin = _origin(tmp_path)
     origin.govern({"main": origin.base_oid})

@@ -21,6 +21,7 @@ from typing import Any
 from resumekit.conformance import fixtures
 from resumekit.conformance._process import LineProcess
 from resumekit.conformance.adapters import PythonAdapter, process_factory
+from resumekit.conformance.cli import auto_jobs
 from resumekit.conformance.phase0 import crash
 from resumekit.conformance.phase0.decisions import run_decision
 from resumekit.reference import build_resume_plan
@@ -457,9 +458,9 @@ def certification(seed: int, full: bool) -> None:
             f"  {label}: --jobs 1 {one:6.1f} s   --jobs 2 {two:6.1f} s   speed-up {one / two:.2f}x "
             f"(max(longest case, half of --jobs 1) = {floor:.1f} s: {two / floor:.2f}x it)"
         )
-        cpus = os.cpu_count() or 1
-        default = two if cpus == 2 else _certify(0, kinds, seed)[0]
-        print(f"    the default (--jobs auto, {cpus} here, as the README runs it): {default:.1f} s")
+        jobs = auto_jobs()
+        default = two if jobs == 2 else _certify(0, kinds, seed)[0]
+        print(f"    the default (--jobs auto, {jobs} here, as the README runs it): {default:.1f} s")
         print("    by kind at --jobs 1: " + ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in by_kind.items()))
         p1_times = [r["durationSeconds"] for r in report_one["results"] if r["kind"] == "p1"]
         if p1_times:

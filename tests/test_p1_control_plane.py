@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from resumekit.conformance.p1 import _tool
+from resumekit.conformance.p1._git import GitError
 from resumekit.conformance.p1.canonical import NotCanonical, canonical_json, parse_json, result_hash
 from resumekit.conformance.p1.control_plane import claim_faults as C
 from resumekit.conformance.p1.control_plane import faults as F
@@ -23,7 +24,7 @@ from resumekit.conformance.p1.control_plane.kit import fault_from_mapping, kit_i
 from resumekit.conformance.p1.control_plane.requests import prepare
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.control_plane.state import TASK_SCHEMA, KitError, Log, Request, State
-from resumekit.conformance.p1.origin import _KIT_IDENTITY, GitError, Origin, create_origin, git
+from resumekit.conformance.p1.origin import _KIT_IDENTITY, Origin, create_origin, git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from resumekit.conformance.p1 import evidence
+from resumekit.conformance.p1 import evidence, model
 
 GOOD = {"synchronous": 2, "journalMode": "wal", "busyTimeoutMs": 5000}
 
@@ -25,7 +25,7 @@ def _clauses(found: list[Any]) -> list[str | None]:
 
 @pytest.mark.parametrize(("mode", "header"), [("wal", "wal"), ("delete", "rollback"), ("truncate", "rollback")])
 def test_the_header_shows_the_journal_mode(tmp_path: Path, mode: str, header: str) -> None:
-    db = sqlite3.connect(tmp_path / evidence.JOURNAL_FILE)
+    db = sqlite3.connect(tmp_path / model.JOURNAL_FILE)
     db.execute(f"PRAGMA journal_mode={mode}")
     db.execute("CREATE TABLE t (x)")
     db.commit()
@@ -35,7 +35,7 @@ def test_the_header_shows_the_journal_mode(tmp_path: Path, mode: str, header: st
 
 def test_no_journal_or_no_whole_header_reads_as_none(tmp_path: Path) -> None:
     assert evidence.journal_header(tmp_path) is None
-    (tmp_path / evidence.JOURNAL_FILE).write_bytes(b"SQLite format 3\x00" + b"\x02" * 10)
+    (tmp_path / model.JOURNAL_FILE).write_bytes(b"SQLite format 3\x00" + b"\x02" * 10)
     assert evidence.journal_header(tmp_path) is None
 
 

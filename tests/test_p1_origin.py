@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance.p1.origin import _KIT_IDENTITY, GitError, _build_origin, create_origin, git, read_refs
+from resumekit.conformance.p1._git import GitError
+from resumekit.conformance.p1.origin import _KIT_IDENTITY, _build_origin, create_origin, git, read_refs
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

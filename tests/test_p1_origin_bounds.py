@@ -20,15 +20,9 @@ from pathlib import Path
 import pytest
 
 from resumekit.conformance.p1 import _git, _pre_receive, origin_guard
-from resumekit.conformance.p1.origin import (
-    _KIT_IDENTITY,
-    GitError,
-    Origin,
-    OriginUnreadable,
-    create_origin,
-    git,
-    read_refs,
-)
+from resumekit.conformance.p1._git import GitError
+from resumekit.conformance.p1.origin import _KIT_IDENTITY, Origin, create_origin, git, read_refs
+from resumekit.conformance.p1.origin_guard import OriginUnreadable
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, /dev/zero and RLIMIT_DATA are POSIX")

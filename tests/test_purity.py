@@ -545,17 +545,44 @@ def test_the_checker_refuses_the_os_seeded_random_paths_calls_and_other_packages
     assert lines == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], _report(found)
 
 
-# ---------------------------------------------------------------- the split keeps the names others import
+# ---------------------------------------------------------------- each name is taken from where it is made
 
 
-# The journal's model, once defined in evidence, now in model and re-exported by evidence.
-MODEL_NAMES = (
-    "BINDING", "COLUMNS", "HARD_FAILURES", "JOURNAL_FILE", "RANKS", "TERMINAL", "Entry", "Row", "Snapshot",
-    "attempts", "binding", "capture_body", "commit_text", "identity", "tree_changes",
-)  # fmt: skip
 EVIDENCE_READERS = (
     "JournalUnreadable", "read_journal", "read_cache", "expected_result", "listing", "tree_state", "tree_digest",
 )  # fmt: skip
+
+
+def _reexports(source: str) -> list[str]:
+    """The names a module's ``__all__`` lists that it imports rather than defines."""
+    tree = ast.parse(source)
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    listed = [
+        element.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        and isinstance(node.value, ast.List | ast.Tuple)
+        for element in node.value.elts
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    ]
+    return [name for name in listed if name in imported]
+
+
+def test_no_module_of_p1_passes_on_a_name_it_imports() -> None:
+    # A caller imports a name from the module that makes it: no front module stands between them (issue 35).
+    package = Path(__file__).resolve().parent.parent / "conformance" / "p1"
+    found = {
+        path.relative_to(package).as_posix(): names
+        for path in sorted(package.rglob("*.py"))
+        if (names := _reexports(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    assert _reexports("from a import b, c\nimport d\n__all__ = ['b', 'd', 'e']\n") == ["b", "d"]  # it can see one
 
 
 def test_the_control_plane_names_the_schemas_as_they_are() -> None:
@@ -569,8 +596,7 @@ def test_the_control_plane_names_the_schemas_as_they_are() -> None:
 
 
 def test_evidence_keeps_every_name_others_take_from_it() -> None:
-    from resumekit.conformance.p1 import evidence, model
+    from resumekit.conformance.p1 import evidence
 
-    assert [name for name in MODEL_NAMES if getattr(evidence, name) is not getattr(model, name)] == []
     assert [name for name in EVIDENCE_READERS if not callable(getattr(evidence, name, None))] == []
     assert set(evidence.__all__) <= set(dir(evidence))

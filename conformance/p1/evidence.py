@@ -2,8 +2,7 @@
 
 Everything here is observed evidence (p1.md EVID-1): the journal is read from a copy in the kit's
 scratch, its write-ahead log included so that rows not yet checkpointed are seen (EVID-3). This is
-the shell: the journal's model (its columns, phases, rows and snapshots) lives in the pure ``model``, and
-is re-exported here under the names the harness has always used.
+the shell: the journal's model (its columns, phases, rows and snapshots) lives in the pure ``model``.
 """
 
 from __future__ import annotations
@@ -25,58 +24,36 @@ from typing import Any
 from resumekit.conformance import _files, _folders
 from resumekit.conformance._folders import Folder
 from resumekit.conformance._text import clip, decode, safe_value
-from resumekit.conformance.p1.control_plane.state import IDENTITY, ZERO
+from resumekit.conformance.p1._git import GitError
+from resumekit.conformance.p1.control_plane.state import ZERO
 from resumekit.conformance.p1.model import (
-    BINDING,
     COLUMNS,
-    HARD_FAILURES,
     JOURNAL_FILE,
-    RANKS,
-    TERMINAL,
     Entry,
     Row,
-    Snapshot,
-    attempts,
-    binding,
     capture_body,
     commit_text,
-    identity,
     ill_typed,
-    tree_changes,
 )
-from resumekit.conformance.p1.origin import GitError, Origin, git
+from resumekit.conformance.p1.origin import Origin, git
 
 __all__ = [
-    "BINDING",
-    "COLUMNS",
-    "HARD_FAILURES",
-    "IDENTITY",
-    "JOURNAL_FILE",
-    "RANKS",
-    "TERMINAL",
-    "Entry",
     "JournalUnreadable",
-    "Row",
-    "Snapshot",
-    "attempts",
-    "binding",
-    "capture_body",
-    "commit_text",
+    "content_hash",
     "expected_capture",
     "expected_commit",
     "expected_result",
     "fast_forwards",
     "governed_commits",
-    "identity",
     "journal_header",
     "listing",
     "origin_evidence",
     "read_cache",
+    "read_cache_file",
     "read_journal",
     "read_journal_log",
     "ref_updates",
     "tree_blobs",
-    "tree_changes",
     "tree_digest",
     "tree_entries",
     "tree_state",

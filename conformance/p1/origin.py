@@ -27,7 +27,7 @@ from resumekit.conformance.p1 import _git, origin_guard
 from resumekit.conformance.p1._git import GitError, GitLimit
 from resumekit.conformance.p1.origin_guard import MAX_REFS, OriginUnreadable
 
-__all__ = ["GitError", "GitLimit", "Origin", "OriginUnreadable", "create_origin", "git", "git_bytes", "read_refs"]
+__all__ = ["Origin", "create_origin", "git", "git_bytes", "read_refs"]
 
 _HOOK = Path(__file__).with_name("_pre_receive.py")
 _POLICY = "resumekit-policy.json"

@@ -31,6 +31,7 @@ from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.history import ReportBudget
 from resumekit.conformance.keep import Keeper
 from resumekit.conformance.p1 import evidence, journal_settings, kept, verbs
+from resumekit.conformance.p1._git import GitError
 from resumekit.conformance.p1.cases import ScenarioCase, SoakCase
 from resumekit.conformance.p1.checks import journal, rules
 from resumekit.conformance.p1.checks.story import Scenario, Story
@@ -38,8 +39,9 @@ from resumekit.conformance.p1.control_plane.faults import FaultError
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.control_plane.state import KitError
 from resumekit.conformance.p1.ending import end_case
+from resumekit.conformance.p1.model import Row
 from resumekit.conformance.p1.observer import Observer
-from resumekit.conformance.p1.origin import GitError, OriginUnreadable
+from resumekit.conformance.p1.origin_guard import OriginUnreadable
 from resumekit.conformance.p1.worker import Factory, Worker
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, SCENARIO_BUDGET, Stop, World, decoy_entries, open_world
 from resumekit.conformance.powerloss import PowerLoss
@@ -305,7 +307,7 @@ def tool_places(workspace_root: Path, log: Sequence[Mapping[str, Any]], most: in
     return places
 
 
-def _caches(world: World, rows: Sequence[evidence.Row]) -> dict[str, list[Any]]:
+def _caches(world: World, rows: Sequence[Row]) -> dict[str, list[Any]]:
     """The cache of every task of the journal: [status, what it holds] (``evidence.read_cache``)."""
     return {task_id: list(evidence.read_cache(world.state_dir, task_id)) for task_id in {r["task_id"] for r in rows}}
 

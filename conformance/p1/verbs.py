@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from resumekit.conformance.p1 import evidence, watch, world
+from resumekit.conformance.p1 import model, watch, world
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.kit import fault_from_mapping
 from resumekit.conformance.p1.control_plane.server import ControlPlane
@@ -152,7 +152,7 @@ def damage_cache(drive: Drive, worker: Worker, argument: Mapping[str, Any]) -> N
     """Damage a task's cache in the state directory."""
     task_id = drive.case.tasks[argument["task"]]["task_id"]
     rows = [row for row in drive.worker.read_journal() if row["task_id"] == task_id]
-    held = rows[-1] if rows and rows[-1]["phase"] not in evidence.TERMINAL else None
+    held = rows[-1] if rows and rows[-1]["phase"] not in model.TERMINAL else None
     world.damage_cache(drive.world, task_id, argument["how"], argument.get("at"), bool(argument.get("sweep")))
     # CACHE-4: the attempt of the task the journal then held open, by its last row
     drive.world.record("kit", "cache-damaged", task_id=task_id, how=argument["how"], at=argument.get("at"), open=held)
@@ -223,7 +223,7 @@ def _resolve(changes: Mapping[str, Any], origins: Mapping[str, Origin], reposito
     return resolved
 
 
-def _expire_unrecorded(drive: Drive, rows: Sequence[evidence.Row]) -> bool:
+def _expire_unrecorded(drive: Drive, rows: Sequence[model.Row]) -> bool:
     """FPT-4: a claim granted but never recorded converges only once its lease has expired."""
     if not _unrecorded_claims(drive, rows):
         return False
@@ -232,7 +232,7 @@ def _expire_unrecorded(drive: Drive, rows: Sequence[evidence.Row]) -> bool:
     return True
 
 
-def _unrecorded_claims(drive: Drive, rows: Sequence[evidence.Row]) -> bool:
+def _unrecorded_claims(drive: Drive, rows: Sequence[model.Row]) -> bool:
     """Whether a task is RUNNING in an attempt of which the journal holds no row (FPT-4), and no other
     RUNNING attempt is still workable in the journal, whose lease the expiry would take away."""
     last: dict[tuple[str, int], str] = {(row["task_id"], row["attempt"]): row["phase"] for row in rows}
@@ -244,6 +244,6 @@ def _unrecorded_claims(drive: Drive, rows: Sequence[evidence.Row]) -> bool:
         phase = last.get((issued["task_id"], view["task"]["attempt"]))
         if phase is None:
             unrecorded = True
-        elif phase not in evidence.TERMINAL:
+        elif phase not in model.TERMINAL:
             return False
     return unrecorded

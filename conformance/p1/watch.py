@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resumekit.conformance.p1 import _tool, evidence
+from resumekit.conformance.p1 import _tool, evidence, model
 
 if TYPE_CHECKING:
     from resumekit.conformance.p1.worker import Worker
@@ -45,7 +45,7 @@ class RootWatch:
     def sample(self) -> None:
         """Compare the watched entries with the last sample; the first change of each path is kept."""
         now = evidence.tree_state(self.root, self.names)
-        for path, what in evidence.tree_changes(self.last, now).items():
+        for path, what in model.tree_changes(self.last, now).items():
             self.changes.setdefault(path, what)
         self.last = now
         self.samples += 1

@@ -26,7 +26,7 @@ from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.p1 import _tool, evidence
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
-from resumekit.conformance.p1.model import open_attempts
+from resumekit.conformance.p1.model import Row, open_attempts
 from resumekit.conformance.p1.views import served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World, given_root, kept_entries
 from resumekit.conformance.powerloss import LayerError, PowerLayer
@@ -493,14 +493,14 @@ class Worker:
             self.settings[self.name] = [c if isinstance(c, Mapping) else {"invalid": c} for c in listed]
             self.world.record(self.name, "settings", connections=[dict(c) for c in self.settings[self.name]])
 
-    def read_journal(self) -> list[evidence.Row]:
+    def read_journal(self) -> list[Row]:
         """The journal in the worker's state directory, read read-only; unreadable, the scenario fails (JNL-1)."""
         try:
             return self.world.read_journal(self.state_dir)
         except evidence.JournalUnreadable as error:
             raise self.world.stop("journal", "unreadable", worker=self.name, error=str(error)) from None
 
-    def observe_journal(self, why: str = "wait") -> list[evidence.Row]:
+    def observe_journal(self, why: str = "wait") -> list[Row]:
         """``read_journal``, its rows recorded as a read of this worker's journal (JNL-4)."""
         return self.world.observe_journal(self.read_journal, second=not self.primary, why=why, worker=self.name)
 
@@ -514,7 +514,7 @@ class Worker:
             self.adapter = None
 
 
-def _latest_task_rows(read: Callable[[], list[evidence.Row]]) -> tuple[list[evidence.Row], list[evidence.Row]]:
+def _latest_task_rows(read: Callable[[], list[Row]]) -> tuple[list[Row], list[Row]]:
     """The rows of the task the worker works on now (the task of the journal's latest row), and the last
     row of every attempt of the journal (*read* reads it)."""
     try:

@@ -28,7 +28,7 @@ from resumekit.conformance.events import Event
 from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.history import History
-from resumekit.conformance.p1 import evidence
+from resumekit.conformance.p1 import evidence, model
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.checks import rules
@@ -136,7 +136,7 @@ class World:
             with contextlib.suppress(ValueError, _files.Refused):  # the world is gone already
                 self.folder(self.root).unlink(self.tool_flag.name)
 
-    def durable_journal(self) -> list[evidence.Row]:
+    def durable_journal(self) -> list[model.Row]:
         """The journal as a power cut now would leave it (EVID-3 read of the durable view)."""
         assert self.layer is not None
         self.exports += 1
@@ -148,7 +148,7 @@ class World:
         finally:
             _files.remove(target)
 
-    def read_journal(self, state_dir: Path) -> list[evidence.Row]:
+    def read_journal(self, state_dir: Path) -> list[model.Row]:
         """The journal of a worker's state directory, read in the folder the kit made and holds (whatever a
         process of the worker's put at its path since); JournalUnreadable when it cannot be read (JNL-1)."""
         if state_dir == self.state_dir:
@@ -157,8 +157,8 @@ class World:
         return evidence.read_journal(state_dir, self.dirs.get(state_dir))
 
     def observe_journal(
-        self, read: Callable[[], list[evidence.Row]], *, second: bool = False, why: str = "wait", **context: Any
-    ) -> list[evidence.Row]:
+        self, read: Callable[[], list[model.Row]], *, second: bool = False, why: str = "wait", **context: Any
+    ) -> list[model.Row]:
         """The rows *read* returns, recorded as a read of the first worker's journal (or the second's).
 
         Reads are made one at a time under ``snapshot_lock``, so each recorded read holds what the journal
@@ -169,7 +169,7 @@ class World:
             self.record_rows(rows, second=second, why=why, **context)
         return rows
 
-    def record_rows(self, rows: list[evidence.Row], *, second: bool = False, why: str, **context: Any) -> None:
+    def record_rows(self, rows: list[model.Row], *, second: bool = False, why: str, **context: Any) -> None:
         """Record a read of a journal: *why* it was read (``start``, ``moment``, ``wait``, ``final``, ...)."""
         self.history.record(
             "journal", "read", journal="second" if second else "first", why=why, rows=[dict(r) for r in rows], **context

@@ -29,6 +29,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from resumekit.conformance._process import procfs
 from resumekit.conformance.history import History
+from resumekit.conformance.p1._git import GitError
 from resumekit.conformance.p1.control_plane.kit import (
     fault_from_mapping,
     kit_issue,
@@ -52,7 +53,8 @@ from resumekit.conformance.p1.control_plane.state import (
     lease_view,
     task_view,
 )
-from resumekit.conformance.p1.origin import GitError, Origin, OriginUnreadable
+from resumekit.conformance.p1.origin import Origin
+from resumekit.conformance.p1.origin_guard import OriginUnreadable
 from resumekit.conformance.schemas import first_violation
 
 MAX_BODY = 1 << 20

@@ -104,6 +104,19 @@ def _regular(root: Path, path: Path, flags: int) -> int:
         raise Refused(f"{str(path)!r} cannot be opened: {error}") from None
 
 
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, in words, for a message (of its ``st_mode``)."""
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def read_bytes(root: Path, path: Path, limit: int = MAX_READ) -> bytes:
     """The bytes of a regular file inside *root*, at most *limit* of them (Refused if it holds more)."""
     fd = _regular(root, path, os.O_RDONLY)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from resumekit.conformance.p1 import evidence, model
+from resumekit.conformance.p1 import evidence, journal_reader, model
 from resumekit.conformance.p1.model import COLUMNS
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/zero are POSIX")
@@ -80,8 +80,8 @@ def test_an_absent_cache_and_a_torn_one_keep_their_names(tmp_path: Path) -> None
 def test_a_journal_that_is_a_fifo_says_so(tmp_path: Path) -> None:
     state = _state(tmp_path)
     os.mkfifo(state / model.JOURNAL_FILE)
-    with pytest.raises(evidence.JournalUnreadable, match="is a FIFO, not a regular file"):
-        evidence.read_journal(state)
+    with pytest.raises(journal_reader.JournalUnreadable, match="is a FIFO, not a regular file"):
+        journal_reader.read_journal(state)
 
 
 def test_a_journal_linked_elsewhere_is_refused_and_nothing_is_created_beside_its_target(tmp_path: Path) -> None:
@@ -97,8 +97,8 @@ def test_a_journal_linked_elsewhere_is_refused_and_nothing_is_created_beside_its
         (state / model.JOURNAL_FILE).symlink_to(elsewhere / "db.sqlite3")
     except OSError:
         pytest.skip("this account may not make symbolic links")
-    with pytest.raises(evidence.JournalUnreadable, match="a symbolic link"):
-        evidence.read_journal(state)
+    with pytest.raises(journal_reader.JournalUnreadable, match="a symbolic link"):
+        journal_reader.read_journal(state)
     assert sorted(os.listdir(elsewhere)) == before
 
 
@@ -113,15 +113,15 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_row_and_column(
 ) -> None:
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE, **{column: value})
-    with pytest.raises(evidence.JournalUnreadable, match="row seq 1 holds") as caught:
-        evidence.read_journal(state)
+    with pytest.raises(journal_reader.JournalUnreadable, match="row seq 1 holds") as caught:
+        journal_reader.read_journal(state)
     assert says in str(caught.value)
 
 
 def test_rows_of_the_right_types_are_read(tmp_path: Path) -> None:
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE)
-    (row,) = evidence.read_journal(state)
+    (row,) = journal_reader.read_journal(state)
     assert row["attempt"] == 1 and row["phase"] == "x"
 
 
@@ -135,10 +135,10 @@ def test_a_slow_view_in_place_of_the_table_is_cut_off_at_the_deadline(
     with sqlite3.connect(state / model.JOURNAL_FILE) as connection:
         connection.execute(f"CREATE VIEW checkpoints AS {slow}")
     connection.close()
-    monkeypatch.setattr(evidence, "QUERY_SECONDS", 0.3)
+    monkeypatch.setattr(journal_reader, "QUERY_SECONDS", 0.3)
     started = time.monotonic()
-    with pytest.raises(evidence.JournalUnreadable, match="longer than the kit allows"):
-        evidence.read_journal(state)
+    with pytest.raises(journal_reader.JournalUnreadable, match="longer than the kit allows"):
+        journal_reader.read_journal(state)
     # Not a time assertion on the kit's speed: only that the read ended instead of running for hours.
     assert time.monotonic() - started < 60
 
@@ -159,7 +159,7 @@ def test_rows_only_in_the_write_ahead_log_are_read_and_nothing_beside_the_journa
         writer.commit()
         assert (state / (model.JOURNAL_FILE + "-wal")).stat().st_size > 0
         before = _listing(state)
-        rows = evidence.read_journal(state)
+        rows = journal_reader.read_journal(state)
         assert [row["seq"] for row in rows] == [1, 2]
         assert _listing(state) == before  # no side file made, none changed: the kit read its own copy
     finally:
@@ -172,16 +172,16 @@ def test_a_side_file_that_is_not_a_regular_file_is_refused(tmp_path: Path, side:
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE)
     os.mkfifo(state / (model.JOURNAL_FILE + side))
-    with pytest.raises(evidence.JournalUnreadable, match=f"{model.JOURNAL_FILE}{side} is a FIFO"):
-        evidence.read_journal(state)
+    with pytest.raises(journal_reader.JournalUnreadable, match=f"{model.JOURNAL_FILE}{side} is a FIFO"):
+        journal_reader.read_journal(state)
 
 
 def test_a_journal_larger_than_the_kit_copies_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE)
-    monkeypatch.setattr(evidence, "MAX_JOURNAL", 1024)
-    with pytest.raises(evidence.JournalUnreadable, match="holds more than 1024 bytes"):
-        evidence.read_journal(state)
+    monkeypatch.setattr(journal_reader, "MAX_JOURNAL", 1024)
+    with pytest.raises(journal_reader.JournalUnreadable, match="holds more than 1024 bytes"):
+        journal_reader.read_journal(state)
 
 
 def test_a_journal_that_changes_during_every_copy_is_unreadable(
@@ -190,9 +190,9 @@ def test_a_journal_that_changes_during_every_copy_is_unreadable(
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE)
     copies = 0
-    original = evidence._Source.read
+    original = journal_reader._Source.read
 
-    def busy_writer(source: evidence._Source, name: str) -> bytes:
+    def busy_writer(source: journal_reader._Source, name: str) -> bytes:
         nonlocal copies
         copies += 1
         data = original(source, name)
@@ -200,9 +200,9 @@ def test_a_journal_that_changes_during_every_copy_is_unreadable(
             handle.write(b"\0")
         return data
 
-    monkeypatch.setattr(evidence._Source, "read", busy_writer)
-    with pytest.raises(evidence.JournalUnreadable, match="changed during each of 5 copies"):
-        evidence.read_journal(state)
+    monkeypatch.setattr(journal_reader._Source, "read", busy_writer)
+    with pytest.raises(journal_reader.JournalUnreadable, match="changed during each of 5 copies"):
+        journal_reader.read_journal(state)
     assert copies == 5
 
 
@@ -215,8 +215,8 @@ def test_journal_text_that_is_not_utf8_names_its_row_and_column(tmp_path: Path) 
     with sqlite3.connect(state / model.JOURNAL_FILE) as connection:
         connection.execute("UPDATE checkpoints SET lease_id = CAST(X'6C65FF0A1BEDA080' AS TEXT)")
     connection.close()
-    with pytest.raises(evidence.JournalUnreadable) as refused:
-        evidence.read_journal(state)
+    with pytest.raises(journal_reader.JournalUnreadable) as refused:
+        journal_reader.read_journal(state)
     stored = "b'le\\xff\\n\\x1b\\xed\\xa0\\x80'"
     assert str(refused.value) == f"row seq 7, lease_id: TEXT that is not UTF-8 (JNL-1): {stored}"
 
@@ -229,7 +229,7 @@ def test_a_cache_or_a_journal_log_with_lone_surrogates_is_read_as_their_escapes(
     assert evidence.read_cache(state, "t-2") == ("torn", '{"lease_id": "\\xff')
     log = state / "journal-w1.jsonl"
     log.write_text('{"path": "\\ud800", "synchronous": 2}\n', encoding="utf-8")
-    assert evidence.read_journal_log(state, log) == ([{"path": "\\ud800", "synchronous": 2}], None)
+    assert journal_reader.read_journal_log(state, log) == ([{"path": "\\ud800", "synchronous": 2}], None)
 
 
 def test_a_state_directory_swapped_for_a_link_is_read_where_the_kit_made_it(tmp_path: Path) -> None:
@@ -239,12 +239,12 @@ def test_a_state_directory_swapped_for_a_link_is_read_where_the_kit_made_it(tmp_
 
     state = _state(tmp_path)
     _journal(state / model.JOURNAL_FILE)
-    expected = evidence.read_journal(state)
+    expected = journal_reader.read_journal(state)
     assert expected
     with Folder.open(state) as held:
         elsewhere = tmp_path / "empty"
         elsewhere.mkdir()
         os.rename(state, tmp_path / "moved-away")
         os.symlink(elsewhere, state, target_is_directory=True)
-        assert evidence.read_journal(state) == []  # by its path, the link's empty folder
-        assert evidence.read_journal(state, held) == expected  # in the folder the kit holds
+        assert journal_reader.read_journal(state) == []  # by its path, the link's empty folder
+        assert journal_reader.read_journal(state, held) == expected  # in the folder the kit holds

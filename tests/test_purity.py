@@ -1,11 +1,12 @@
 """The kit's rules stay pure: the modules below import nothing that reads or writes files, starts or signals
 processes, opens sockets or reads a clock, directly or through any of the kit's own modules they import.
 
-The rules live in these modules and the I/O in thin shells around them (``evidence`` around ``model``, the
-control plane's ``server`` around the rest of its package, the harnesses around the checks), so every rule
-can be tested on plain values. The walk is static: ``ast`` over each module's source and, transitively, over
-the source of every ``resumekit`` module it imports, and of every package ``__init__`` an import runs. The
-walk imports none of them, so a module that would do I/O at import time is caught without doing it.
+The rules live in these modules and the I/O in thin shells around them (``journal_reader`` and ``evidence``
+around ``model``, the control plane's ``server`` around the rest of its package, the harnesses around the
+checks), so every rule can be tested on plain values. The walk is static: ``ast`` over each module's source
+and, transitively, over the source of every ``resumekit`` module it imports, and of every package ``__init__``
+an import runs. The walk imports none of them, so a module that would do I/O at import time is caught
+without doing it.
 
 What is judged, and how:
 
@@ -548,9 +549,10 @@ def test_the_checker_refuses_the_os_seeded_random_paths_calls_and_other_packages
 # ---------------------------------------------------------------- each name is taken from where it is made
 
 
-EVIDENCE_READERS = (
-    "JournalUnreadable", "read_journal", "read_cache", "expected_result", "listing", "tree_state", "tree_digest",
-)  # fmt: skip
+READERS = {
+    "evidence": ("read_cache", "expected_result", "listing", "tree_state", "tree_digest"),
+    "journal_reader": ("JournalUnreadable", "read_journal", "journal_header", "read_journal_log"),
+}
 
 
 def _reexports(source: str) -> list[str]:
@@ -595,8 +597,8 @@ def test_the_control_plane_names_the_schemas_as_they_are() -> None:
     assert state._SCHEMA_BASE == schemas.BASE
 
 
-def test_evidence_keeps_every_name_others_take_from_it() -> None:
-    from resumekit.conformance.p1 import evidence
-
-    assert [name for name in EVIDENCE_READERS if not callable(getattr(evidence, name, None))] == []
-    assert set(evidence.__all__) <= set(dir(evidence))
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_the_readers_keep_every_name_others_take_from_them(name: str) -> None:
+    module = importlib.import_module(f"resumekit.conformance.p1.{name}")
+    assert [reader for reader in READERS[name] if not callable(getattr(module, reader, None))] == []
+    assert set(module.__all__) <= set(dir(module))

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from resumekit.conformance.p1 import evidence, views
+from resumekit.conformance.p1 import journal_reader, views
 from resumekit.conformance.p1.checks.story import JournalSettings
 
 if TYPE_CHECKING:
@@ -29,12 +29,12 @@ def journal_settings(worker: Worker, header_of: Sequence[str]) -> JournalSetting
     reported, unreadable = dict(worker.settings), {}
     if worker.claims_log:
         for name in names(worker):
-            connections, why = evidence.read_journal_log(worker.world.root, worker.journal_log(name))
+            connections, why = journal_reader.read_journal_log(worker.world.root, worker.journal_log(name))
             if connections is not None:
                 reported[name] = connections
             else:
                 unreadable[name] = why or "unreadable"
-    header = evidence.journal_header(worker.state_dir)
+    header = journal_reader.journal_header(worker.state_dir)
     return JournalSettings(
         reported={name: reported[name] for name in names(worker) if name in reported},
         wrote=writers(worker),

@@ -13,7 +13,7 @@ import functools
 import threading
 from typing import Any
 
-from resumekit.conformance.p1 import evidence
+from resumekit.conformance.p1 import evidence, journal_reader
 from resumekit.conformance.p1.watch import RootWatch
 from resumekit.conformance.p1.world import World, kept_entries
 from resumekit.conformance.powerloss import LayerError
@@ -41,7 +41,7 @@ class Observer:
                 return
             read = functools.partial(self.world.read_journal, state_dir)
             self.world.observe_journal(read, second=second, why="moment", **context)
-        except (evidence.JournalUnreadable, LayerError) as error:
+        except (journal_reader.JournalUnreadable, LayerError) as error:
             self.world.record_rows([], second=second, why="moment-failed", error=str(error), **context)
 
     def on_first_request(self, worker: str, *, request: int | None = None) -> list[str]:

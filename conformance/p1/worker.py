@@ -23,7 +23,7 @@ from resumekit.conformance.adapters import AdapterStartError, ProcessAdapter, Re
 from resumekit.conformance.adapters.factory import with_marker
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.fault_models import Abort
-from resumekit.conformance.p1 import _tool, evidence
+from resumekit.conformance.p1 import _tool, evidence, journal_reader
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
 from resumekit.conformance.p1.model import Row, open_attempts
@@ -497,7 +497,7 @@ class Worker:
         """The journal in the worker's state directory, read read-only; unreadable, the scenario fails (JNL-1)."""
         try:
             return self.world.read_journal(self.state_dir)
-        except evidence.JournalUnreadable as error:
+        except journal_reader.JournalUnreadable as error:
             raise self.world.stop("journal", "unreadable", worker=self.name, error=str(error)) from None
 
     def observe_journal(self, why: str = "wait") -> list[Row]:
@@ -519,7 +519,7 @@ def _latest_task_rows(read: Callable[[], list[Row]]) -> tuple[list[Row], list[Ro
     row of every attempt of the journal (*read* reads it)."""
     try:
         rows = read()
-    except evidence.JournalUnreadable:
+    except journal_reader.JournalUnreadable:
         return [], []
     if not rows:
         return [], []

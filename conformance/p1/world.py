@@ -28,7 +28,7 @@ from resumekit.conformance.events import Event
 from resumekit.conformance.fault_models import NONE_SCRIPTED, PROCESS_CRASH, Abort
 from resumekit.conformance.fault_models import POWER_LOSS as POWER_LOSS_MODEL
 from resumekit.conformance.history import History
-from resumekit.conformance.p1 import evidence, model
+from resumekit.conformance.p1 import evidence, journal_reader, model
 from resumekit.conformance.p1.canonical import canonical_json
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.checks import rules
@@ -144,7 +144,7 @@ class World:
         target = self.root / f"durable-{self.exports}-{new_token()[:8]}"
         try:
             self.layer.export(target)
-            return evidence.read_journal(target)
+            return journal_reader.read_journal(target)
         finally:
             _files.remove(target)
 
@@ -153,8 +153,8 @@ class World:
         process of the worker's put at its path since); JournalUnreadable when it cannot be read (JNL-1)."""
         if state_dir == self.state_dir:
             with self.state_folder() as folder:
-                return evidence.read_journal(state_dir, folder)
-        return evidence.read_journal(state_dir, self.dirs.get(state_dir))
+                return journal_reader.read_journal(state_dir, folder)
+        return journal_reader.read_journal(state_dir, self.dirs.get(state_dir))
 
     def observe_journal(
         self, read: Callable[[], list[model.Row]], *, second: bool = False, why: str = "wait", **context: Any

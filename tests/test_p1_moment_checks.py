@@ -40,3 +40,29 @@ def test_a_first_request_check_that_raises_errors_the_scenario(monkeypatch: pyte
     assert result.outcome is Outcome.ERRORED, result
     assert result.message is not None
     assert "could not make 1 moment check(s): the first_request check raised PermissionError" in result.message
+
+
+def _killed_at_claim() -> ScenarioCase:
+    root = golden_dir()
+    cases = load_file(root / "p1" / "failpoints.yaml", root)
+    case = next(c for c in cases if c.id == "p1-crash-capture-server-claim-granted")
+    assert isinstance(case, ScenarioCase)
+    return case
+
+
+def test_a_kit_side_kill_that_does_not_land_errors_the_scenario_and_blames_no_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the failed kill was suppressed and recorded as one that landed, so the worker that went on was
+    # judged as killed there and failed FPT-3 for the rows it wrote after it.
+    from resumekit.conformance._process import LineProcess, NotInTree
+
+    def refused(self: LineProcess, pid: int) -> None:
+        raise NotInTree(f"pid {pid!r} is not the adapter or one of its descendants")
+
+    monkeypatch.setattr(LineProcess, "kill_member", refused)
+    result = harness.run_scenario(_killed_at_claim(), process_factory("reference"), "strict")
+    assert result.outcome is Outcome.ERRORED, result
+    assert "could not kill the worker at its kill point: pid" in (result.message or ""), result.message
+    kinds = [(event["actor"], event["kind"]) for event in result.history or ()]
+    assert ("w1", "kill-failed") in kinds and ("w1", "killed") not in kinds, kinds

@@ -88,8 +88,12 @@ class Observer:
         if name not in self.world.kill_armed:
             return
         self.world.kill_armed.discard(name)
-        if self.world.kill_current is not None:
-            self.world.kill_current()
-        self.world.record(worker, "killed", signal="SIGKILL", at=name, by="a kit-side kill point")
-        self.world.killed_at.append(name)
+        kill = self.world.kill_current
+        failed = kill() if kill is not None else "no worker process was running"
+        if failed is None:
+            self.world.record(worker, "killed", signal="SIGKILL", at=name, by="a kit-side kill point")
+            self.world.killed_at.append(name)
+        else:  # never recorded as a kill: the journal the worker goes on to write would be judged as one
+            self.world.record(worker, "kill-failed", at=name, why=failed)
+            self.world.kill_failed = failed
         self.world.kill_event.set()

@@ -26,6 +26,7 @@ from resumekit.conformance.fault_models import Abort
 from resumekit.conformance.p1 import _tool, evidence, journal_reader
 from resumekit.conformance.p1.cases import ScenarioCase
 from resumekit.conformance.p1.control_plane.server import ControlPlane
+from resumekit.conformance.p1.control_plane.state import KitError
 from resumekit.conformance.p1.model import Row, open_attempts
 from resumekit.conformance.p1.views import served_requests
 from resumekit.conformance.p1.world import NO_CRASH_MODEL, Stop, Unreached, World, given_root, kept_entries
@@ -252,13 +253,20 @@ class Worker:
             with contextlib.suppress(LayerError):  # a layer that fails shows in the cut that follows
                 self.world.layer.freeze()
 
-    def _kill_now(self) -> None:
-        # Called from the control plane's thread at a kit-side kill point: kill, never wait here.
+    def _kill_now(self) -> str | None:
+        """None once the worker's process is killed (or already gone); else why the kit could not kill it.
+        Called from the control plane's thread at a kit-side kill point: kill, never wait here."""
         process = self.adapter.process if self.adapter is not None else None
-        if process is not None and self.pid is not None:
-            self._freeze()
-            with contextlib.suppress(NotInTree, OSError):
-                process.kill_member(self.pid)
+        if process is None or self.pid is None:
+            return "no worker process was running"
+        self._freeze()
+        try:
+            process.kill_member(self.pid)
+        except ProcessLookupError:
+            return None
+        except (NotInTree, OSError) as error:
+            return str(error)
+        return None
 
     def wait(self, wanted: str, deadline: float) -> dict[str, Any]:
         """Wait until the worker is *wanted* (idle, blocked, exited, settled: idle or exited, or killed at a
@@ -331,6 +339,9 @@ class Worker:
                 raise self.world.stop(self.name, "tool-never-ran")
             raise self.world.stop(self.name, "kill-point-not-reached", points=sorted(self.world.kill_armed))
         self.world.kill_event.clear()
+        failed, self.world.kill_failed = self.world.kill_failed, None
+        if failed is not None:  # the worker went on: what it did next is no worker's fault and judges nothing
+            raise KitError(f"the kit could not kill the worker at its kill point: {failed}")
         self._reap()
         return {"state": "killed"}
 

@@ -73,8 +73,10 @@ class World:
     first_seen: set[str] = field(default_factory=set)
     kill_armed: set[str] = field(default_factory=set)
     killed_at: list[str] = field(default_factory=list)  # where each kill came, in order (the fault model)
-    kill_current: Callable[[], None] | None = None  # kills the running worker through the process guard
+    # Kills the running worker through the process guard: None once it is killed, else why it could not be.
+    kill_current: Callable[[], str | None] | None = None
     kill_event: threading.Event = field(default_factory=threading.Event)
+    kill_failed: str | None = None  # why the last kit-side kill did not land: the kit's failure, not the worker's
     changed_at: int = 0  # the control plane's log length at the kit's last change of the world
     layer: PowerLayer | None = None  # the power-loss layer over state_dir, under power loss
     profile: str = "strict"  # the profile the run compares in: the rules that stop a scenario read it

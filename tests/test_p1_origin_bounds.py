@@ -106,6 +106,19 @@ def test_the_hooks_git_is_read_to_its_bound_and_its_time_by_either_way_of_starti
 
 
 @posix_only
+def test_the_hooks_git_that_cannot_get_a_pipe_is_a_failed_read_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    origin = _origin(tmp_path)
+
+    def no_pipe() -> tuple[int, int]:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(os, "pipe", no_pipe)
+    assert _pre_receive._facts(str(origin.path), origin.base_oid) == (None, [])
+
+
+@posix_only
 def test_the_hook_never_appends_through_a_link_at_its_push_log(tmp_path: Path) -> None:
     origin = _origin(tmp_path)
     origin.govern({"main": origin.base_oid})

@@ -72,7 +72,10 @@ def _git(git_dir: str, args: list[str], stdin: bytes | None, limit: int) -> byte
     env = {**os.environ, "GIT_DIR": git_dir, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
     argv = _limited(["git", *args])
     if sys.platform != "win32":
-        return _git_by_spawn(argv, env, stdin, limit)
+        try:  # no pipe or descriptor to be had: git failed, as when subprocess cannot start it
+            return _git_by_spawn(argv, env, stdin, limit)
+        except OSError:
+            return None
     return _git_by_subprocess(argv, env, stdin, limit)
 
 
